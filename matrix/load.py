@@ -1,0 +1,301 @@
+"""Load and validate the maintainers' YAML. Every problem in every file is collected and reported
+at once as `file:line: key: message`, with "did you mean" for typos."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+from jsonschema import Draft202012Validator, ValidationError
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+from referencing import Registry, Resource
+
+from wheelfarm.errors import ConfigError
+from wheelfarm.matrix.model import (
+    ArchList,
+    ArchPolicy,
+    ArchRule,
+    Exclusion,
+    FarmConfig,
+    Matrix,
+    Package,
+    PackageVersion,
+    PlatformInfo,
+    Source,
+    TorchRelease,
+    cuda_version,
+)
+
+MATRIX_DIR = Path(__file__).resolve().parent
+SCHEMA_DIR = MATRIX_DIR / "schema"
+
+
+@dataclass
+class _Collector:
+    """Gathers problems across files so the maintainer fixes them all in one pass."""
+
+    problems: list[str] = field(default_factory=list)
+
+    def add(self, file: Path, line: int, key: str, message: str) -> None:
+        where = f"{file}:{line}" if line else str(file)
+        self.problems.append(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+
+
+@cache
+def _validator(name: str) -> Draft202012Validator:
+    resources = []
+    for path in SCHEMA_DIR.glob("*.schema.json"):
+        schema = json.loads(path.read_text(encoding="utf-8"))
+        resources.append((schema["$id"], Resource.from_contents(schema)))
+    registry: Registry[Any] = Registry().with_resources(resources)
+    schema = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
+    return Draft202012Validator(schema, registry=registry)
+
+
+def _line(node: yaml.Node | None, path: list[str | int]) -> tuple[int, yaml.Node | None]:
+    """1-based line of the value at `path` in a composed YAML tree (the deepest node found)."""
+    current = node
+    for step in path:
+        if isinstance(current, yaml.MappingNode):
+            match = next((v for k, v in current.value if k.value == step), None)
+        elif isinstance(current, yaml.SequenceNode) and isinstance(step, int):
+            match = current.value[step] if step < len(current.value) else None
+        else:
+            match = None
+        if match is None:
+            break
+        current = match
+    return (current.start_mark.line + 1 if current is not None else 0), current
+
+
+def _key_line(node: yaml.Node | None, key: str) -> int:
+    if isinstance(node, yaml.MappingNode):
+        for k, _ in node.value:
+            if k.value == key:
+                return int(k.start_mark.line) + 1
+    return node.start_mark.line + 1 if node is not None else 0
+
+
+def _dotted(path: list[str | int]) -> str:
+    out = ""
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else step)
+    return out or "(top level)"
+
+
+def _schema_problems(
+    error: ValidationError, tree: yaml.Node | None
+) -> Iterator[tuple[int, str, str]]:
+    """Turn one jsonschema error into (line, key, message) with the allowed values and a hint."""
+    path = list(error.absolute_path)
+    line, node = _line(tree, path)
+    key = _dotted(path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(cast("dict[str, Any]", error.schema).get("properties", {}))
+        for extra in sorted(set(cast("dict[str, Any]", error.instance)) - set(allowed)):
+            hint = difflib.get_close_matches(extra, allowed, n=1)
+            tip = f"; did you mean {hint[0]!r}?" if hint else ""
+            yield (_key_line(node, extra), _dotted([*path, extra]),
+                   f"unknown key {extra!r} (allowed: {', '.join(allowed)}){tip}")
+    elif error.validator == "enum":
+        allowed = [str(v) for v in cast("list[Any]", error.validator_value)]
+        hint = difflib.get_close_matches(str(error.instance), allowed, n=1)
+        tip = f"; did you mean {hint[0]!r}?" if hint else ""
+        yield line, key, f"{error.instance!r} is not allowed (allowed: {', '.join(allowed)}){tip}"
+    elif error.validator == "oneOf" and path and path[-1] == "source":
+        yield line, key, (f"{error.instance!r} is not a source: use {{sdist: NAME, sha256: HEX}}, "
+                          "{git: URL, commit: SHA40} or {path: FOLDER}")
+    elif error.validator == "required":
+        yield line, key, f"{error.message} (add it; see matrix/schema)"
+    else:
+        yield line, key, f"{error.instance!r}: {error.message}"
+
+
+def _read(path: Path, schema: str, errors: _Collector) -> tuple[Any, yaml.Node | None]:
+    """Parse one file; schema errors are collected, a YAML syntax error stops that file only."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        tree = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        errors.add(path, mark.line + 1 if mark else 0, "", f"YAML syntax error: {exc}")
+        return None, None
+    before = len(errors.problems)
+    for error in sorted(_validator(schema).iter_errors(data), key=lambda e: list(map(str, e.path))):
+        for line, key, message in _schema_problems(error, tree):
+            errors.add(path, line, key, message)
+    return (data if len(errors.problems) == before else None), tree
+
+
+def _spec(value: str | None, path: Path, line: int, key: str, errors: _Collector) -> SpecifierSet:
+    try:
+        return SpecifierSet(value or "")
+    except InvalidSpecifier:
+        errors.add(path, line, key, f"{value!r} is not a PEP 440 specifier (e.g. '>=2.6')")
+        return SpecifierSet()
+
+
+def _package(path: Path, arch: ArchPolicy | None, errors: _Collector) -> Package | None:
+    data, tree = _read(path, "package", errors)
+    if data is None:
+        return None
+    before = len(errors.problems)
+    name = canonicalize_name(data["name"])
+    if path.stem != name:
+        errors.add(path, _line(tree, ["name"])[0], "name",
+                   f"{data['name']!r} must match the file name: rename the file to {name}.yaml")
+    versions = []
+    for i, item in enumerate(data["versions"]):
+        line = _line(tree, ["versions", i, "version"])[0]
+        try:
+            version = Version(item["version"])
+        except InvalidVersion:
+            errors.add(path, line, f"versions[{i}].version",
+                       f"{item['version']!r} is not a PEP 440 version")
+            continue
+        if version.local:
+            errors.add(path, line, f"versions[{i}].version",
+                       f"{item['version']!r} has a local label; the farm adds its own")
+        for j, patch in enumerate(item.get("patches", [])):
+            if not (MATRIX_DIR / "patches" / patch).is_file():
+                errors.add(path, _line(tree, ["versions", i, "patches", j])[0],
+                           f"versions[{i}].patches[{j}]", f"{patch!r} not found in matrix/patches/")
+        versions.append(PackageVersion(version=version, source=Source(**item["source"]),
+                                       patches=tuple(item.get("patches", [])),
+                                       yanked=item.get("yanked")))
+    abi = data["abi"]
+    if abi["kind"] == "torch-stable" and "min_torch" not in abi:
+        errors.add(path, _line(tree, ["abi"])[0], "abi.min_torch",
+                   "required for kind 'torch-stable' (the TORCH_TARGET_VERSION, e.g. '2.10')")
+    arch_cfg = data["arch"]
+    if arch_cfg["via"] == "env" and "env" not in arch_cfg:
+        errors.add(path, _line(tree, ["arch"])[0], "arch.env",
+                   "required when via is 'env' (the package's own arch variable)")
+    if arch_cfg["via"] == "patch" and not any(v.patches for v in versions):
+        errors.add(path, _line(tree, ["arch", "via"])[0], "arch.via",
+                   "'patch' needs a patch in versions[].patches that makes setup.py honour "
+                   "TORCH_CUDA_ARCH_LIST")
+    constraints = data.get("constraints", {})
+    cuda_spec = _spec(constraints.get("cuda"), path, _line(tree, ["constraints", "cuda"])[0],
+                      "constraints.cuda", errors)
+    rules = []
+    for i, rule in enumerate(arch_cfg.get("override", [])):
+        line = _line(tree, ["arch", "override", i])[0]
+        spec = _spec(rule.get("cuda"), path, line, f"arch.override[{i}].cuda", errors)
+        archs = ArchList.parse(rule["archs"])
+        if arch is not None:
+            for cuda, (lo, hi) in arch.supported.items():
+                if Version(cuda) in cuda_spec and Version(cuda) in spec:
+                    bad = [a.dotted for a in archs.archs if not lo <= a.sm <= hi]
+                    if bad:
+                        errors.add(path, line, f"arch.override[{i}].archs",
+                                   f"{', '.join(bad)} not compiled by CUDA {cuda} (supports "
+                                   f"sm_{lo}..sm_{hi}); add a 'cuda' bound to this rule")
+        rules.append(ArchRule(archs=archs, cuda=spec if rule.get("cuda") else None,
+                              platform=rule.get("platform")))
+    exclusions = []
+    for i, ex in enumerate(data.get("exclude", [])):
+        fields = {k: str(v) for k, v in ex.items()}
+        exclusions.append(Exclusion(line=_line(tree, ["exclude", i])[0], **fields))
+    if len(errors.problems) != before:
+        return None
+    return Package(
+        name=name, display_name=data["name"], file=path, versions=tuple(versions),
+        abi=abi["kind"], min_torch=abi.get("min_torch"), python_abi3=abi.get("python_abi3", False),
+        arch_via=arch_cfg["via"], arch_env=arch_cfg.get("env"),
+        arch_format=arch_cfg.get("format", "torch"), arch_overrides=tuple(rules),
+        local_version_env=data.get("local_version", {}).get("env"), env=data.get("env", {}),
+        build_requires=tuple(data.get("build_requires", [])),
+        torch_spec=_spec(constraints.get("torch"), path, _line(tree, ["constraints"])[0],
+                         "constraints.torch", errors),
+        python_spec=_spec(constraints.get("python"), path, _line(tree, ["constraints"])[0],
+                          "constraints.python", errors),
+        cuda_spec=cuda_spec,
+        platforms=tuple(constraints.get("platforms", ("linux_x86_64", "linux_aarch64",
+                                                      "win_amd64"))),
+        exclusions=tuple(exclusions), imports=tuple(data["import"]),
+        vendor_allow=tuple(data.get("vendor_allow", [])),
+        build_minutes_per_arch=float(data.get("build_minutes_per_arch", 10.0)),
+        gb_per_job=float(data.get("gb_per_job", 3.0)),
+    )
+
+
+def _releases(path: Path, errors: _Collector) -> tuple[str, tuple[TorchRelease, ...]]:
+    data, tree = _read(path, "torch", errors)
+    if data is None:
+        return "", ()
+    releases = []
+    for i, r in enumerate(data["releases"]):
+        line = _line(tree, ["releases", i])[0]
+        try:
+            for cuda in r["builds"]:
+                cuda_version(cuda)
+            releases.append(TorchRelease(
+                version=Version(r["torch"]), python_min=Version(r["python"][0]),
+                python_max=Version(r["python"][1]), cxx_std=r["cxx_std"],
+                builds={c: tuple(p) for c, p in r["builds"].items()}))
+        except (InvalidVersion, ValueError) as exc:
+            errors.add(path, line, f"releases[{i}]", str(exc))
+    return data["index_url"], tuple(releases)
+
+
+def _arch(path: Path, errors: _Collector) -> ArchPolicy | None:
+    data, _ = _read(path, "arch", errors)
+    if data is None:
+        return None
+    policy = {cuda: {plat: ArchList.parse(text) for plat, text in plats.items()}
+              for cuda, plats in data["policy"].items()}
+    supported = {cuda: (ArchList.parse(lo).archs[0].sm, ArchList.parse(hi).archs[0].sm)
+                 for cuda, (lo, hi) in data["supported"].items()}
+    return ArchPolicy(policy=policy, supported=supported)
+
+
+def _farm(path: Path, errors: _Collector) -> FarmConfig | None:
+    data, _ = _read(path, "farm", errors)
+    if data is None:
+        return None
+    return FarmConfig(
+        max_jobs_per_shard=data["max_jobs_per_shard"],
+        hosted_job_limit_minutes=data["hosted_job_limit_minutes"],
+        platforms={k: PlatformInfo(**v) for k, v in data["platforms"].items()})
+
+
+def _cross_check(releases: tuple[TorchRelease, ...], arch: ArchPolicy, root: Path,
+                 errors: _Collector) -> None:
+    """Every CUDA build torch ships needs an arch list for that platform, or nothing builds."""
+    for r in releases:
+        for cuda, plats in r.builds.items():
+            lists = arch.policy.get(str(cuda_version(cuda)), {})
+            for plat in plats:
+                if plat not in lists:
+                    errors.add(root / "arch.yaml", 0, f"policy.{cuda_version(cuda)}",
+                               f"no arch list for {plat}, but torch {r.version} ships {cuda} "
+                               f"for it (torch.yaml); add one")
+
+
+def load_matrix(root: Path = MATRIX_DIR, packages_dir: Path | None = None) -> Matrix:
+    """Load torch.yaml, arch.yaml, farm.yaml and packages/*.yaml; raise ConfigError with all
+    problems found."""
+    errors = _Collector()
+    index_url, releases = _releases(root / "torch.yaml", errors)
+    arch = _arch(root / "arch.yaml", errors)
+    farm = _farm(root / "farm.yaml", errors)
+    pkg_dir = packages_dir or root / "packages"
+    packages = [_package(p, arch, errors) for p in sorted(pkg_dir.glob("*.yaml"))]
+    if not packages and not errors.problems:
+        errors.add(pkg_dir, 0, "", "no package files (*.yaml) found")
+    if arch is not None:
+        _cross_check(releases, arch, root, errors)
+    if errors.problems or arch is None or farm is None:
+        raise ConfigError(errors.problems)
+    return Matrix(index_url=index_url, releases=releases, arch=arch, farm=farm,
+                  packages=tuple(p for p in packages if p is not None), root=root)

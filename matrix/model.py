@@ -1,0 +1,271 @@
+"""Typed, frozen views of the maintainers' YAML. Parsed once at the edge (`load.py`); nothing
+below the loader sees a raw dict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
+
+AbiKind = Literal["cpython", "abi3", "torch-stable", "torch-free"]
+ArchVia = Literal["torch", "env", "patch"]
+ArchFormat = Literal["torch", "semicolon-int", "comma-int"]
+PLATFORMS = ("linux_x86_64", "linux_aarch64", "win_amd64")
+
+
+def cuda_version(tag: str) -> Version:
+    """CUDA tag to version.
+
+    >>> str(cuda_version("cu130")), str(cuda_version("cu118"))
+    ('13.0', '11.8')
+    """
+    if not (tag.startswith("cu") and tag[2:].isdigit() and len(tag) >= 5):  # noqa: PLR2004
+        msg = f"invalid CUDA tag {tag!r}: expected 'cu' + major + minor digit, e.g. 'cu130'"
+        raise ValueError(msg)
+    return Version(f"{tag[2:-1]}.{tag[-1]}")
+
+
+def cuda_tag(version: Version | str) -> str:
+    """CUDA version to tag.
+
+    >>> cuda_tag("13.0.88")
+    'cu130'
+    """
+    v = Version(str(version))
+    return f"cu{v.major}{v.minor}"
+
+
+def torch_minor(version: Version | str) -> str:
+    """'2.14.1' -> '2.14': the torch axis of the grid (its C++ ABI changes every minor)."""
+    v = Version(str(version))
+    return f"{v.major}.{v.minor}"
+
+
+@dataclass(frozen=True, order=True)
+class Arch:
+    """One SM target: `sm` is '90' for 9.0; `ptx` also embeds PTX for it."""
+
+    sm: int
+    ptx: bool = False
+
+    @property
+    def dotted(self) -> str:
+        """'9.0' / '12.0+PTX' as TORCH_CUDA_ARCH_LIST spells it."""
+        return f"{self.sm // 10}.{self.sm % 10}" + ("+PTX" if self.ptx else "")
+
+
+@dataclass(frozen=True)
+class ArchList:
+    """An ordered arch list such as '7.5;8.0;12.0+PTX'."""
+
+    archs: tuple[Arch, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> ArchList:
+        """Parse TORCH_CUDA_ARCH_LIST syntax.
+
+        >>> ArchList.parse("8.0;9.0+PTX").cubins
+        ('sm_80', 'sm_90')
+        """
+        archs = []
+        for raw in text.replace(" ", ";").split(";"):
+            item = raw.strip()
+            if not item:
+                continue
+            ptx = item.endswith("+PTX")
+            major, _, minor = item.removesuffix("+PTX").partition(".")
+            if not (major.isdigit() and minor.isdigit() and len(minor) == 1):
+                msg = f"invalid arch {item!r} in {text!r}: expected e.g. '9.0' or '12.0+PTX'"
+                raise ValueError(msg)
+            archs.append(Arch(int(major) * 10 + int(minor), ptx))
+        if not archs:
+            msg = f"empty arch list {text!r}"
+            raise ValueError(msg)
+        return cls(tuple(archs))
+
+    @property
+    def torch(self) -> str:
+        """The TORCH_CUDA_ARCH_LIST value."""
+        return ";".join(a.dotted for a in self.archs)
+
+    @property
+    def cubins(self) -> tuple[str, ...]:
+        """SASS the wheel must carry, e.g. ('sm_80', 'sm_90')."""
+        return tuple(f"sm_{a.sm}" for a in self.archs)
+
+    @property
+    def ptx(self) -> tuple[str, ...]:
+        """PTX the wheel must carry, e.g. ('sm_90',)."""
+        return tuple(f"sm_{a.sm}" for a in self.archs if a.ptx)
+
+    def spelled(self, fmt: ArchFormat) -> str:
+        """The list in a package's own variable format ('80;90' for semicolon-int)."""
+        if fmt == "torch":
+            return self.torch
+        sep = ";" if fmt == "semicolon-int" else ","
+        return sep.join(str(a.sm) for a in self.archs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchRelease:
+    """One torch minor with its latest patch and the CUDA builds it really ships."""
+
+    version: Version
+    python_min: Version
+    python_max: Version
+    cxx_std: int
+    builds: dict[str, tuple[str, ...]]
+
+    @property
+    def minor(self) -> str:
+        return torch_minor(self.version)
+
+    def pythons(self) -> tuple[str, ...]:
+        """Every CPython minor torch ships for, oldest first."""
+        lo, hi = self.python_min.release, self.python_max.release
+        return tuple(f"{lo[0]}.{m}" for m in range(lo[1], hi[1] + 1))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlatformInfo:
+    """Where a platform's jobs run and which wheel tag its repaired wheels get."""
+
+    runner: str
+    container: str
+    wheel_platform: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FarmConfig:
+    """Whole-run settings (farm.yaml)."""
+
+    max_jobs_per_shard: int
+    hosted_job_limit_minutes: int
+    platforms: dict[str, PlatformInfo]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """Where a version's source comes from: exactly one of sdist, git or path is set."""
+
+    sdist: str | None = None
+    sha256: str | None = None
+    git: str | None = None
+    commit: str | None = None
+    path: str | None = None
+
+    @property
+    def digest(self) -> str:
+        """What pins the source: the sdist hash, the git commit or 'path:...'."""
+        return self.sha256 or self.commit or f"path:{self.path}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PackageVersion:
+    version: Version
+    source: Source
+    patches: tuple[str, ...] = ()
+    yanked: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArchRule:
+    """An arch override: the first rule whose cuda/platform match replaces the policy."""
+
+    archs: ArchList
+    cuda: SpecifierSet | None = None
+    platform: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exclusion:
+    """A maintainer's rule removing cells; the reason shows in --explain."""
+
+    reason: str
+    version: str | None = None
+    torch: str | None = None
+    cuda: str | None = None
+    python: str | None = None
+    platform: str | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Package:
+    """One package file, parsed and checked."""
+
+    name: NormalizedName
+    display_name: str
+    file: Path
+    versions: tuple[PackageVersion, ...]
+    abi: AbiKind
+    min_torch: str | None = None
+    python_abi3: bool = False
+    arch_via: ArchVia = "torch"
+    arch_env: str | None = None
+    arch_format: ArchFormat = "torch"
+    arch_overrides: tuple[ArchRule, ...] = ()
+    local_version_env: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    build_requires: tuple[str, ...] = ()
+    torch_spec: SpecifierSet = field(default_factory=SpecifierSet)
+    python_spec: SpecifierSet = field(default_factory=SpecifierSet)
+    cuda_spec: SpecifierSet = field(default_factory=SpecifierSet)
+    platforms: tuple[str, ...] = PLATFORMS
+    exclusions: tuple[Exclusion, ...] = ()
+    imports: tuple[str, ...] = ()
+    vendor_allow: tuple[str, ...] = ()
+    build_minutes_per_arch: float = 10.0
+    gb_per_job: float = 3.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArchPolicy:
+    """Per-CUDA, per-platform arch lists, and the SM range each toolkit compiles."""
+
+    policy: dict[str, dict[str, ArchList]]
+    supported: dict[str, tuple[int, int]]
+
+    def for_target(self, package: Package, cuda: str, platform: str) -> ArchList:
+        """The arch list a build must embed: the package's first matching override, else policy."""
+        cv = cuda_version(cuda)
+        for rule in package.arch_overrides:
+            if (rule.cuda is None or cv in rule.cuda) and rule.platform in (None, platform):
+                return rule.archs
+        return self.policy[str(cv)][platform]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    """Everything the planner needs: grid, arch policy, farm settings and packages."""
+
+    index_url: str
+    releases: tuple[TorchRelease, ...]
+    arch: ArchPolicy
+    farm: FarmConfig
+    packages: tuple[Package, ...]
+    root: Path
+
+    def package(self, name: str) -> Package:
+        wanted = canonicalize_name(name)
+        for p in self.packages:
+            if p.name == wanted:
+                return p
+        known = ", ".join(p.name for p in self.packages)
+        msg = f"unknown package {name!r}; the matrix has: {known}"
+        raise KeyError(msg)
+
+    def torch_index(self, cuda: str) -> str:
+        """The torch wheel index for one CUDA build (a mirror can be set in torch.yaml)."""
+        return self.index_url.format(cuda=cuda)
+
+    def release(self, minor: str) -> TorchRelease:
+        for r in self.releases:
+            if r.minor == minor:
+                return r
+        msg = f"torch {minor!r} is not in torch.yaml ({', '.join(r.minor for r in self.releases)})"
+        raise KeyError(msg)

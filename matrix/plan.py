@@ -1,0 +1,229 @@
+"""Plan: keep the builds that are missing, apply filters, split into shards under GitHub's
+matrix limit, estimate cost, and explain any cell. Pure: reads nothing but its arguments."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from wheelfarm.errors import PlanError
+from wheelfarm.matrix.expand import Build, Cell, Expansion
+from wheelfarm.matrix.model import Matrix
+from wheelfarm.matrix.wheelname import build_id_from_wheel
+
+# Keys of one job in the GitHub matrix. The build workflow reads exactly these (tested).
+JOB_KEYS = ("id", "package", "cuda", "python", "platform", "timeout_minutes")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Filters:
+    """Selectors from the command line; each value may be a glob. Empty means everything."""
+
+    package: tuple[str, ...] = ()
+    cuda: tuple[str, ...] = ()
+    torch: tuple[str, ...] = ()
+    python: tuple[str, ...] = ()
+    platform: tuple[str, ...] = ()
+
+    def axes(self) -> Iterable[tuple[str, tuple[str, ...]]]:
+        return (("package", tuple(canonicalize_name(p) if "*" not in p else p
+                                  for p in self.package)),
+                ("cuda", self.cuda), ("torch", self.torch), ("python", self.python),
+                ("platform", self.platform))
+
+    def match(self, cell: Cell) -> bool:
+        return all(not wanted or any(fnmatchcase(getattr(cell, axis), w) for w in wanted)
+                   for axis, wanted in self.axes())
+
+
+@dataclass(frozen=True)
+class Shard:
+    """At most `max_jobs` builds of one platform: one GitHub matrix."""
+
+    name: str
+    platform: str
+    runner: str
+    container: str
+    builds: tuple[Build, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to build now, and why everything else is not built."""
+
+    todo: tuple[Build, ...]
+    present: tuple[Build, ...]
+    shards: tuple[Shard, ...]
+    filters: Filters
+    expansion: Expansion
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def runner_hours(self) -> float:
+        return sum(b.minutes for b in self.todo) / 60
+
+
+def existing_build_ids(source: Path | None) -> set[str]:
+    """Build ids already published: from an index's packages.json or a folder of wheels."""
+    if source is None:
+        return set()
+    if source.is_dir():
+        return {build_id_from_wheel(p.name) for p in source.glob("*.whl")}
+    if not source.is_file():
+        msg = f"--existing {str(source)!r}: no such file or folder (give packages.json or a wheelhouse)"
+        raise PlanError(msg)
+    data = json.loads(source.read_text(encoding="utf-8"))
+    return {w.get("build_id") or build_id_from_wheel(w["filename"]) for w in data["wheels"]}
+
+
+def _check_filters(filters: Filters, cells: Sequence[Cell]) -> None:
+    """A filter value that matches no cell is a typo, never an empty green run."""
+    problems = []
+    for axis, wanted in filters.axes():
+        have = sorted({getattr(c, axis) for c in cells})
+        for w in wanted:
+            if not any(fnmatchcase(h, w) for h in have):
+                hint = difflib.get_close_matches(w, have, n=1)
+                tip = f"; did you mean {hint[0]!r}?" if hint else ""
+                problems.append(f"--{axis} {w!r} matches nothing (have: {', '.join(have)}){tip}")
+    if problems:
+        raise PlanError("\n".join(problems))
+
+
+def shard(matrix: Matrix, todo: Sequence[Build], max_jobs: int) -> tuple[Shard, ...]:
+    """Split builds per platform into even shards of at most `max_jobs` jobs."""
+    out = []
+    for platform in sorted({b.platform for b in todo}):
+        mine = sorted((b for b in todo if b.platform == platform), key=lambda b: b.id)
+        count = math.ceil(len(mine) / max_jobs)
+        size = math.ceil(len(mine) / count)
+        info = matrix.farm.platforms[platform]
+        for i in range(count):
+            out.append(Shard(f"{platform}-{i + 1}of{count}", platform, info.runner,
+                             info.container, tuple(mine[i * size:(i + 1) * size])))
+    return tuple(out)
+
+
+def make_plan(matrix: Matrix, expansion: Expansion, *, filters: Filters = Filters(),
+              existing: set[str] | frozenset[str] = frozenset(),
+              max_jobs: int | None = None) -> Plan:
+    """Select, skip what exists, shard and estimate."""
+    _check_filters(filters, expansion.cells)
+    selected = [b for b in expansion.builds if any(filters.match(c) for c in b.covers)]
+    if not selected:
+        msg = "the filters together select no build; loosen one of them"
+        raise PlanError(msg)
+    todo = tuple(b for b in selected if b.id not in existing)
+    present = tuple(b for b in selected if b.id in existing)
+    limit = matrix.farm.hosted_job_limit_minutes
+    jobs = max_jobs or matrix.farm.max_jobs_per_shard
+    return Plan(todo, present, shard(matrix, todo, jobs), filters, expansion,
+                _long_job_warnings(todo, matrix.farm.hosted_job_limit_minutes))
+
+
+def _long_job_warnings(todo: Sequence[Build], limit: int) -> tuple[str, ...]:
+    """One line per package whose builds are predicted past the hosted-job limit."""
+    over: dict[str, list[Build]] = {}
+    for b in todo:
+        if b.minutes > limit:
+            over.setdefault(b.package, []).append(b)
+    return tuple(
+        f"{pkg}: {len(bs)} builds predicted up to {max(b.minutes for b in bs):.0f} min > {limit} "
+        f"min hosted-job limit (e.g. {bs[0].id}); send them to a self-hosted runner (runner "
+        f"input) or narrow their archs" for pkg, bs in over.items())
+
+
+def job(build: Build, limit_minutes: int) -> dict[str, object]:
+    """One matrix entry; keys are JOB_KEYS."""
+    timeout = min(limit_minutes, max(30, math.ceil(build.minutes * 1.5) + 20))
+    return {"id": build.id, "package": build.package, "cuda": build.cuda,
+            "python": build.python, "platform": build.platform, "timeout_minutes": timeout}
+
+
+def github_outputs(plan: Plan, matrix: Matrix) -> dict[str, str]:
+    """Step outputs: one shard list per platform (each shard a matrix), and counts."""
+    limit = matrix.farm.hosted_job_limit_minutes
+    out = {"count": str(len(plan.todo))}
+    for platform in matrix.farm.platforms:
+        shards = [{"name": s.name, "runner": s.runner, "container": s.container,
+                   "include": [job(b, limit) for b in s.builds]}
+                  for s in plan.shards if s.platform == platform]
+        out[f"shards_{platform}"] = json.dumps(shards, separators=(",", ":"))
+        out[f"count_{platform}"] = str(sum(len(s["include"]) for s in shards))
+    return out
+
+
+def explain(plan: Plan, cell_id: str) -> str:
+    """Why one cell is built, covered by another build, already present, filtered or excluded."""
+    for ex in plan.expansion.excluded:
+        if ex.cell.id == cell_id:
+            return f"{cell_id}: excluded by {ex.rule}"
+    todo = {b.id for b in plan.todo}
+    for b in plan.expansion.builds:
+        for c in b.covers:
+            if c.id != cell_id:
+                continue
+            if not plan.filters.match(c):
+                return f"{cell_id}: not selected by the filters"
+            if b.id not in todo:
+                return f"{cell_id}: already present as {b.id}"
+            if len(b.covers) == 1:
+                return f"{cell_id}: built by {b.id} (archs {b.archs.torch})"
+            return (f"{cell_id}: covered by {b.abi} build {b.id} (built with torch {b.torch}, "
+                    f"Python {b.python}; serves {len(b.covers)} cells)")
+    known = [c.id for c in plan.expansion.cells] + [e.cell.id for e in plan.expansion.excluded]
+    hint = difflib.get_close_matches(cell_id, known, n=1, cutoff=0.8)
+    tip = f"; did you mean {hint[0]!r}?" if hint else ""
+    msg = (f"{cell_id!r} is no cell of this matrix: torch does not ship that combination or the "
+           f"package is unknown{tip}")
+    raise PlanError(msg)
+
+
+def table(plan: Plan, limit: int = 40) -> str:
+    """Human summary: per-package counts, the builds to make, shards, cost."""
+    rows = [f"{'package':<18} {'cells':>6} {'builds':>6} {'present':>7} {'to build':>8}"]
+    per: dict[str, list[int]] = {}
+    for c in plan.expansion.cells:
+        per.setdefault(c.package, [0, 0, 0, 0])[0] += 1
+    for b in plan.expansion.builds:
+        per[b.package][1] += 1
+    for b in plan.present:
+        per[b.package][2] += 1
+    for b in plan.todo:
+        per[b.package][3] += 1
+    rows += [f"{p:<18} {n[0]:>6} {n[1]:>6} {n[2]:>7} {n[3]:>8}" for p, n in sorted(per.items())]
+    rows.append("")
+    rows.append(f"{'build':<62} {'archs':<28} {'covers':>6} {'est min':>7}")
+    for b in plan.todo[:limit]:
+        rows.append(f"{b.id:<62} {b.archs.torch:<28} {len(b.covers):>6} {b.minutes:>7.0f}")
+    if len(plan.todo) > limit:
+        rows.append(f"... {len(plan.todo) - limit} more (--format json lists all)")
+    rows.append("")
+    for s in plan.shards:
+        rows.append(f"shard {s.name}: {len(s.builds)} jobs on {s.runner}"
+                    + (f" in {s.container}" if s.container else ""))
+    rows.append(f"{len(plan.todo)} builds to make in {len(plan.shards)} shards, "
+                f"{len(plan.present)} present; estimated {plan.runner_hours:.1f} runner-hours")
+    return "\n".join(rows)
+
+
+def to_json(plan: Plan, matrix: Matrix) -> dict[str, object]:
+    """Machine-readable plan (versioned): every build with its covered cells."""
+    return {
+        "version": 1,
+        "runner_hours": round(plan.runner_hours, 2),
+        "warnings": list(plan.warnings),
+        "builds": [{**job(b, matrix.farm.hosted_job_limit_minutes), "torch": b.torch,
+                    "archs": b.archs.torch, "label": b.label, "abi": b.abi,
+                    "covers": [c.id for c in b.covers]} for b in plan.todo],
+        "present": [b.id for b in plan.present],
+        "shards": [{"name": s.name, "platform": s.platform, "jobs": len(s.builds)}
+                   for s in plan.shards],
+    }

@@ -1,0 +1,63 @@
+"""Unit tests never reach the outside world: subprocesses and sockets raise (cibuildwheel's
+mock_protection habit). Real tools run in tests/integration."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wheelfarm.matrix.load import MATRIX_DIR
+
+
+@pytest.fixture(autouse=True)
+def _forbid_outside_world(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        msg = f"unit tests must not start processes or open sockets: {args!r}"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+
+
+@pytest.fixture
+def matrix_dir(tmp_path: Path) -> Callable[..., Path]:
+    """A matrix folder with the shipped grid and the given package files (name -> YAML)."""
+
+    def make(packages: dict[str, str], **overrides: str) -> Path:
+        root = tmp_path / "matrix"
+        (root / "packages").mkdir(parents=True)
+        for name in ("torch.yaml", "arch.yaml", "farm.yaml"):
+            text = overrides.get(name.removesuffix(".yaml"))
+            if text is None:
+                shutil.copy(MATRIX_DIR / name, root / name)
+            else:
+                (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
+        for name, text in packages.items():
+            (root / "packages" / f"{name}.yaml").write_text(text, encoding="utf-8")
+        return root
+
+    return make
+
+
+MINIMAL = """\
+name: {name}
+versions:
+  - version: "1.0.0"
+    source: {{sdist: {name}, sha256: "{sha}"}}
+abi: {abi}
+arch: {{via: torch}}
+import: [{module}]
+build_minutes_per_arch: 1
+"""
+
+
+def package_yaml(name: str = "demo-pkg", abi: str = "{kind: cpython}", extra: str = "") -> str:
+    body = MINIMAL.format(name=name, sha="a" * 64, abi=abi, module=name.replace("-", "_"))
+    return body + textwrap.dedent(extra)

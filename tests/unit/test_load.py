@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from wheelfarm.errors import ConfigError
+from wheelfarm.matrix.load import load_matrix
+
+from .conftest import package_yaml
+
+
+def test_shipped_matrix_is_valid() -> None:
+    matrix = load_matrix()
+    names = {p.name for p in matrix.packages}
+    assert {"wheelfarm-demo", "flash-attn", "causal-conv1d"} <= names
+    assert len(names) >= 5
+    assert [r.minor for r in matrix.releases] == [f"2.{m}" for m in range(4, 15)]
+
+
+def test_every_error_at_once_with_file_line_key_and_hint(matrix_dir: Callable[..., Path]) -> None:
+    root = matrix_dir({
+        "typo-pkg": package_yaml("typo-pkg", extra="""\
+            constraints:
+              platfroms: [linux_x86_64]
+            """),
+        "bad-platform": package_yaml("bad-platform", extra="""\
+            exclude:
+              - {platform: linux_x64, reason: "no arm"}
+            """),
+    })
+    with pytest.raises(ConfigError) as info:
+        load_matrix(root)
+    problems = info.value.problems
+    assert len(problems) == 2
+    typo = next(p for p in problems if "typo-pkg.yaml" in p)
+    assert "typo-pkg.yaml:10: constraints.platfroms: unknown key 'platfroms'" in typo
+    assert "did you mean 'platforms'?" in typo
+    bad = next(p for p in problems if "bad-platform.yaml" in p)
+    assert "bad-platform.yaml:10: exclude[0].platform: 'linux_x64' is not allowed" in bad
+    assert "linux_x86_64" in bad
+
+
+def test_unknown_top_level_key_is_an_error(matrix_dir: Callable[..., Path]) -> None:
+    root = matrix_dir({"pkg": package_yaml("pkg", extra="improt: [pkg]\n")})
+    with pytest.raises(ConfigError, match=r"pkg.yaml:9: improt: unknown key 'improt'.*did you mean 'import'"):
+        load_matrix(root)
+
+
+def test_yaml_syntax_error_names_the_line(matrix_dir: Callable[..., Path]) -> None:
+    root = matrix_dir({"pkg": "name: pkg\nversions: [\n  - oops: ]\n"})
+    with pytest.raises(ConfigError, match=r"pkg.yaml:\d+: YAML syntax error"):
+        load_matrix(root)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ("constraints: {torch: '=>2.6'}\n", "'=>2.6' is not a PEP 440 specifier"),
+    ("arch: {via: env}\n", "arch.env: required when via is 'env'"),
+])
+def test_semantic_errors(matrix_dir: Callable[..., Path], extra: str, message: str) -> None:
+    text = package_yaml("pkg").replace("arch: {via: torch}\n", "") if "arch:" in extra else package_yaml("pkg")
+    root = matrix_dir({"pkg": text + extra})
+    with pytest.raises(ConfigError, match=message):
+        load_matrix(root)
+
+
+def test_file_name_must_match_package_name(matrix_dir: Callable[..., Path]) -> None:
+    root = matrix_dir({"other": package_yaml("pkg")})
+    with pytest.raises(ConfigError, match=r"other.yaml:1: name: 'pkg' must match the file name"):
+        load_matrix(root)
+
+
+def test_bad_source_shape_lists_the_forms(matrix_dir: Callable[..., Path]) -> None:
+    text = package_yaml("pkg").replace('{sdist: pkg, sha256: "' + "a" * 64 + '"}', "{url: x}")
+    root = matrix_dir({"pkg": text})
+    with pytest.raises(ConfigError, match=r"versions\[0\]\.source: .* is not a source: use \{sdist"):
+        load_matrix(root)
+
+
+def test_arch_override_outside_toolkit_support(matrix_dir: Callable[..., Path]) -> None:
+    text = package_yaml("pkg").replace("arch: {via: torch}", "arch: {via: torch, override: [{archs: '5.0;9.0'}]}")
+    root = matrix_dir({"pkg": text})
+    with pytest.raises(ConfigError, match=r"5.0 not compiled by CUDA 13.0"):
+        load_matrix(root)
+
+
+def test_torch_cuda_without_arch_list_is_caught(matrix_dir: Callable[..., Path]) -> None:
+    arch = (Path(__file__).parents[2] / "matrix" / "arch.yaml").read_text()
+    arch = arch.replace('linux_aarch64: "8.0;9.0", ', "")
+    root = matrix_dir({"pkg": package_yaml("pkg")}, arch=arch)
+    with pytest.raises(ConfigError, match=r"policy.12.6: no arch list for linux_aarch64"):
+        load_matrix(root)

@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from wheelfarm.errors import PlanError
+from wheelfarm.matrix.expand import expand
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.model import Matrix
+from wheelfarm.matrix.plan import (
+    JOB_KEYS,
+    Filters,
+    existing_build_ids,
+    explain,
+    github_outputs,
+    make_plan,
+    shard,
+)
+
+from .conftest import package_yaml
+
+ONLY_214 = """\
+    constraints: {torch: ">=2.14", cuda: "==13.0", platforms: [linux_x86_64]}
+    """
+
+
+def _matrix(matrix_dir: Callable[..., Path], abi: str, extra: str = ONLY_214) -> Matrix:
+    return load_matrix(matrix_dir({"pkg": package_yaml("pkg", abi=abi, extra=extra)}))
+
+
+def test_cpython_one_build_per_cell(matrix_dir: Callable[..., Path]) -> None:
+    m = _matrix(matrix_dir, "{kind: cpython}")
+    e = expand(m)
+    assert [c.python for c in e.cells] == ["3.10", "3.11", "3.12", "3.13", "3.14"]
+    assert len(e.builds) == 5
+    assert e.builds[0].id == "pkg-1.0.0-cu130torch2.14-cp310-linux_x86_64"
+    assert e.builds[0].torch == "2.14.1"
+
+
+def test_abi3_once_per_torch_cuda_platform(matrix_dir: Callable[..., Path]) -> None:
+    m = _matrix(matrix_dir, "{kind: abi3}", extra='constraints: {torch: ">=2.13", cuda: "==13.0", platforms: [linux_x86_64]}\n')
+    e = expand(m)
+    assert len(e.cells) == 10
+    assert sorted(b.id for b in e.builds) == [
+        "pkg-1.0.0-cu130torch2.13-cp310-abi3-linux_x86_64",
+        "pkg-1.0.0-cu130torch2.14-cp310-abi3-linux_x86_64",
+    ]
+    assert all(len(b.covers) == 5 for b in e.builds)
+
+
+def test_torch_stable_once_per_cuda_platform_against_lowest_torch(matrix_dir: Callable[..., Path]) -> None:
+    m = _matrix(matrix_dir, "{kind: torch-stable, min_torch: '2.10', python_abi3: true}",
+                extra='constraints: {cuda: "==13.0", platforms: [linux_x86_64]}\n')
+    e = expand(m)
+    assert len(e.builds) == 1
+    (b,) = e.builds
+    assert b.torch == "2.10.0"
+    assert b.id == "pkg-1.0.0-cu130torch2.10.stable-cp310-abi3-linux_x86_64"
+    assert {c.torch for c in b.covers} == {"2.10", "2.11", "2.12", "2.13", "2.14"}
+    assert len(b.covers) == 25
+    assert any("abi.min_torch 2.10" in x.rule and x.cell.torch == "2.9" for x in e.excluded)
+
+
+def test_torch_free_once_per_cuda_python_platform(matrix_dir: Callable[..., Path]) -> None:
+    m = _matrix(matrix_dir, "{kind: torch-free}",
+                extra='constraints: {cuda: "==13.0", platforms: [linux_x86_64], python: "==3.12.*"}\n')
+    e = expand(m)
+    assert [b.id for b in e.builds] == ["pkg-1.0.0-cu130-cp312-linux_x86_64"]
+    assert e.builds[0].torch is None
+    assert {c.torch for c in e.builds[0].covers} == {"2.9", "2.10", "2.11", "2.12", "2.13", "2.14"}
+
+
+def test_phantom_combinations_are_never_planned() -> None:
+    m = load_matrix()
+    e = expand(m)
+    shipped = {(r.minor, cuda, plat, py) for r in m.releases for cuda, plats in r.builds.items()
+               for plat in plats for py in r.pythons()}
+    for c in e.cells:
+        assert (c.torch, c.cuda, c.platform, c.python) in shipped
+    ids = {c.id for c in e.cells}
+    assert "flash-attn-2.8.3.post2-cu128-torch2.14-cp312-linux_x86_64" not in ids  # no cu128 after 2.11
+    assert "causal-conv1d-1.7.0-cu130-torch2.8-cp312-linux_x86_64" not in ids  # cu130 from 2.9
+    assert "causal-conv1d-1.7.0-cu126-torch2.14-cp39-linux_x86_64" not in ids  # 3.9 dropped in 2.9
+
+
+def test_incremental_skip_from_wheelhouse_and_manifest(tmp_path: Path) -> None:
+    m = load_matrix()
+    e = expand(m)
+    wheels = tmp_path / "wheelhouse"
+    wheels.mkdir()
+    (wheels / "wheelfarm_demo-0.1.0+cu130torch2.14-cp312-cp312-manylinux_2_34_x86_64.whl").touch()
+    filters = Filters(package=("wheelfarm-demo",), torch=("2.14",), platform=("linux_x86_64",))
+    plan = make_plan(m, e, filters=filters, existing=existing_build_ids(wheels))
+    assert [b.id for b in plan.present] == ["wheelfarm-demo-0.1.0-cu130torch2.14-cp312-linux_x86_64"]
+    assert "cp312" not in {b.python_tag for b in plan.todo if b.cuda == "cu130"}
+    manifest = tmp_path / "packages.json"
+    manifest.write_text(json.dumps({"version": 1, "wheels": [
+        {"filename": "wheelfarm_demo-0.1.0+cu130torch2.14-cp313-cp313-manylinux_2_28_x86_64.whl"}]}))
+    plan2 = make_plan(m, e, filters=filters, existing=existing_build_ids(manifest))
+    assert [b.python for b in plan2.present] == ["3.13"]
+    text = explain(plan2, "wheelfarm-demo-0.1.0-cu130-torch2.14-cp313-linux_x86_64")
+    assert "already present" in text
+
+
+def test_sharding_600_jobs_into_3() -> None:
+    m = load_matrix()
+    e = expand(m)
+    plan = make_plan(m, e, filters=Filters(platform=("linux_x86_64",)), max_jobs=256)
+    assert len(plan.todo) > 512  # > 2 shards worth
+    shards = [s for s in plan.shards if s.platform == "linux_x86_64"]
+    assert len(shards) == -(-len(plan.todo) // 256)
+    assert all(len(s.builds) <= 256 for s in shards)
+    assert sum(len(s.builds) for s in shards) == len(plan.todo)
+    six_hundred = shard(m, plan.todo[:600], 256)
+    assert [len(s.builds) for s in six_hundred] == [200, 200, 200]
+    assert [s.name for s in six_hundred] == [f"linux_x86_64-{i}of3" for i in (1, 2, 3)]
+
+
+def test_github_output_is_valid_matrix_json() -> None:
+    m = load_matrix()
+    plan = make_plan(m, expand(m), filters=Filters(package=("causal-conv1d",)))
+    out = github_outputs(plan, m)
+    total = 0
+    for platform in m.farm.platforms:
+        shards = json.loads(out[f"shards_{platform}"])
+        for s in shards:
+            assert len(s["include"]) <= 256
+            assert all(tuple(j) == JOB_KEYS for j in s["include"])
+            total += len(s["include"])
+    assert total == int(out["count"]) == len(plan.todo)
+
+
+@pytest.mark.parametrize(("filters", "message"), [
+    (Filters(cuda=("cu131",)), "--cuda 'cu131' matches nothing.*did you mean 'cu132'"),
+    (Filters(package=("flash_atn",)), "--package 'flash-atn' matches nothing.*did you mean 'flash-attn'"),
+    (Filters(package=("wheelfarm-demo",), cuda=("cu126",)), "the filters together select no build"),
+])
+def test_filter_matching_nothing_is_an_error(filters: Filters, message: str) -> None:
+    m = load_matrix()
+    with pytest.raises(PlanError, match=message):
+        make_plan(m, expand(m), filters=filters)
+
+
+def test_explain_each_reason() -> None:
+    m = load_matrix()
+    plan = make_plan(m, expand(m))
+    assert "excluded by flash-attn.yaml:" in explain(plan, "flash-attn-2.8.3.post2-cu126-torch2.14-cp312-linux_aarch64")
+    assert "constraints.cuda >=13.0" in explain(plan, "wheelfarm-demo-0.1.0-cu126-torch2.14-cp312-linux_x86_64")
+    assert "built by" in explain(plan, "causal-conv1d-1.7.0-cu130-torch2.14-cp312-linux_x86_64")
+    with pytest.raises(PlanError, match="no cell of this matrix"):
+        explain(plan, "causal-conv1d-1.7.0-cu130-torch2.8-cp312-linux_x86_64")
+
+
+def test_long_jobs_warn_once_per_package(matrix_dir: Callable[..., Path]) -> None:
+    m = _matrix(matrix_dir, "{kind: cpython}", extra=ONLY_214 + "build_minutes_per_arch: 100\n")
+    plan = make_plan(m, expand(m))
+    assert len(plan.warnings) == 1
+    assert "5 builds predicted up to 600 min > 360 min" in plan.warnings[0]
