@@ -6,15 +6,26 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from wheelfarm import __version__
-from wheelfarm.errors import WheelfarmError
+from wheelfarm.builder import envs
+from wheelfarm.builder.build import BuildOptions, check_import, expectation, find_python, run_build
+from wheelfarm.builder.envs import PIP_INDEX, default_cache
+from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
+from wheelfarm.builder.target import Target, host_platform_name, resolve, select
+from wheelfarm.builder.toolchain import find_cuda_home, nvcc_version
+from wheelfarm.builder.verify import verify_static
+from wheelfarm.cmd import call
+from wheelfarm.errors import PlanError, ToolchainError, VerifyError, WheelfarmError
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import MATRIX_DIR, load_matrix
+from wheelfarm.matrix.model import cuda_tag
 from wheelfarm.matrix.plan import (
     Filters,
     existing_build_ids,
@@ -26,6 +37,7 @@ from wheelfarm.matrix.plan import (
 )
 
 Handler = Callable[[argparse.Namespace], int]
+DEMO_PACKAGE = "wheelfarm-demo"
 
 
 def _split(values: list[str] | None) -> tuple[str, ...]:
@@ -75,6 +87,80 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_target_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", nargs="?", help="a build id from `wheelfarm plan`")
+    p.add_argument("--local", action="store_true",
+                   help="build for this machine: its CUDA toolkit, this Python and platform, the "
+                        "newest torch for them, pip's own torch index")
+    p.add_argument("--package", help="with --local or flags: the package (default wheelfarm-demo)")
+    p.add_argument("--cuda", help="CUDA tag, e.g. cu130 (default with --local: the toolkit's)")
+    p.add_argument("--torch", help="torch minor, e.g. 2.14 (default: newest that fits)")
+    p.add_argument("--python", help="Python version, e.g. 3.12 (default with --local: this one)")
+    p.add_argument("--platform", help="farm platform (default with --local: this machine)")
+    p.add_argument("--torch-index", help="torch index URL, or 'pip' for pip's configuration")
+
+
+def _target(args: argparse.Namespace) -> tuple[Target, bool]:
+    """The target from a build id, or from flags with this machine's defaults."""
+    matrix = load_matrix(args.matrix)
+    if args.target:
+        return resolve(matrix, args.target), False
+    if not (args.local or args.package):
+        msg = "give a build id (see `wheelfarm plan`), or --local, or --package with flags"
+        raise PlanError(msg)
+    cuda = args.cuda
+    if cuda is None:
+        home = find_cuda_home(dict(os.environ))
+        if home is None:
+            msg = "no CUDA toolkit found to default --cuda from; pass --cuda"
+            raise ToolchainError(msg)
+        cuda = cuda_tag(nvcc_version(call([home / "bin" / "nvcc", "--version"], capture=True)))
+    python = args.python or f"{sys.version_info[0]}.{sys.version_info[1]}"
+    target = select(matrix, package=args.package or DEMO_PACKAGE, cuda=cuda, python=python,
+                    platform=args.platform or host_platform_name(), torch=args.torch)
+    return target, True
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    target, local = _target(args)
+    cache = args.cache or default_cache()
+    opts = BuildOptions(
+        out_dir=args.out.resolve(), work_dir=args.work.resolve(), cache=cache.resolve(),
+        torch_index=args.torch_index or (PIP_INDEX if local else None),
+        sdist_index=args.sdist_index, plat=args.plat or ("auto" if local else None),
+        python=args.python_exe)
+    print(f"building {target.id} (archs {target.build.archs.torch}, torch {target.build.torch})",
+          file=sys.stderr)
+    result = run_build(target, opts)
+    total = sum(result.durations.values())
+    print(f"built {result.wheel} in {total:.1f}s; record {result.record.name}", file=sys.stderr)
+    print(result.wheel)
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    target, local = _target(args)
+    report = verify_static(args.wheel, expectation(target))
+    if report.problems:
+        raise VerifyError(args.wheel.name, report.problems)
+    if not args.no_import:
+        cache = (args.cache or default_cache()).resolve()
+        work = Path(tempfile.mkdtemp(prefix="wheelfarm-verify-"))
+        log = work / "verify.log"
+        build = target.build
+        python = find_python(build.python, None)
+        torch_env = None if build.torch is None else envs.torch_env(
+            cache, python=python, torch=build.torch, cuda=build.cuda,
+            index=args.torch_index or (PIP_INDEX if local else target.torch_index), log=log)
+        check_import(args.wheel, target.package.imports, torch_env, work / "venv",
+                     python=python, log=log)
+        shutil.rmtree(work, ignore_errors=True)
+    for binary, archs in report.archs.items():
+        print(f"{binary}: SASS {' '.join(archs['cubins'])}; PTX {' '.join(archs['ptx']) or '-'}")
+    print(f"ok: {args.wheel.name} matches {target.id}")
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     print(f"ok: {len(matrix.packages)} packages, {len(matrix.releases)} torch releases")
@@ -103,13 +189,24 @@ def _parser() -> argparse.ArgumentParser:
                    help="say why a cell id is built, covered, present or excluded")
 
     add("validate", cmd_validate, "Check every YAML file; report all problems at once.")
-    for extra in _EXTRA_COMMANDS:
-        extra(add)
+
+    p = add("build", cmd_build, "Compile, relabel, repair and verify one target.")
+    _add_target_args(p)
+    p.add_argument("--out", type=Path, default=Path("wheelhouse"), help="where wheels go")
+    p.add_argument("--work", type=Path, default=Path(".wheelfarm/work"),
+                   help="scratch folder (kept on failure)")
+    p.add_argument("--cache", type=Path, default=None,
+                   help="torch envs, sdists, ccache (default $WHEELFARM_CACHE or ~/.cache/wheelfarm)")
+    p.add_argument("--sdist-index", default=DEFAULT_SDIST_INDEX, help="PEP 503 index for sdists")
+    p.add_argument("--plat", help="auditwheel --plat (default: farm.yaml's tag; 'auto' locally)")
+    p.add_argument("--python-exe", help="interpreter to build with (default: found by version)")
+
+    p = add("verify", cmd_verify, "Check a built wheel against its target (static + import).")
+    p.add_argument("wheel", type=Path)
+    _add_target_args(p)
+    p.add_argument("--no-import", action="store_true", help="skip the import check")
+    p.add_argument("--cache", type=Path, default=None)
     return parser
-
-
-# Subcommands from other layers register here so this module stays a thin front.
-_EXTRA_COMMANDS: list[Callable[[Callable[[str, Handler, str], argparse.ArgumentParser]], None]] = []
 
 
 def main(argv: Sequence[str] | None = None) -> int:

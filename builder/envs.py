@@ -1,0 +1,89 @@
+"""Python environments for builds and import checks.
+
+A torch environment (a venv with the target's exact torch) is slow to make (40 s, 5 GB), so it is
+made once per (torch, CUDA, Python) under the cache and shared. Each build or check then gets a
+fresh, thin venv that sees the shared torch through a .pth file: nothing it installs leaks back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from wheelfarm.cmd import call
+from wheelfarm.errors import ToolchainError
+
+PIP_INDEX = "pip"  # torch index value meaning "pip's own configuration (or a mirror) decides"
+
+
+def default_cache() -> Path:
+    return Path(os.environ.get("WHEELFARM_CACHE", Path.home() / ".cache" / "wheelfarm"))
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+
+
+def site_packages(python: Path) -> Path:
+    out = call([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+               capture=True)
+    return Path(out.strip())
+
+
+@dataclass(frozen=True)
+class TorchEnv:
+    """A shared venv holding one torch build."""
+
+    path: Path
+    torch: str
+    cuda: str
+
+    @property
+    def python(self) -> Path:
+        return venv_python(self.path)
+
+
+def torch_env(cache: Path, *, python: str, torch: str, cuda: str, index: str,
+              log: Path) -> TorchEnv:
+    """Make (once) or reuse the venv with torch==`torch` for `cuda`; check what pip installed."""
+    version = call([python, "-c", "import sys; print('%d%d' % sys.version_info[:2])"],
+                   capture=True).strip()
+    path = cache / "envs" / f"torch{torch}-{cuda}-cp{version}"
+    if (path / ".complete").is_file():
+        return TorchEnv(path, torch, cuda)
+    partial = path.with_name(path.name + f".partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    call([python, "-m", "venv", partial], log=log)
+    source = [] if index == PIP_INDEX else ["--index-url", index]
+    call([venv_python(partial), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+          f"torch=={torch}", "setuptools>=69", "wheel", "ninja", "numpy", *source], log=log)
+    report = json.loads(call([venv_python(partial), "-c",
+                              "import json, torch; print(json.dumps([torch.__version__, "
+                              "torch.version.cuda]))"], capture=True, log=None).strip())
+    want = f"{cuda[2:-1]}.{cuda[-1]}"
+    if report[1] is None or report[1] != want:
+        shutil.rmtree(partial, ignore_errors=True)
+        msg = (f"the torch index {index!r} gave torch {report[0]} (CUDA {report[1]}), but the "
+               f"target needs CUDA {want}: pass --torch-index with a {cuda} index")
+        raise ToolchainError(msg)
+    (partial / ".complete").write_text(json.dumps({"torch": report[0], "cuda": report[1]}))
+    if path.exists():  # another process won the race: use theirs
+        shutil.rmtree(partial, ignore_errors=True)
+    else:
+        partial.rename(path)
+    return TorchEnv(path, torch, cuda)
+
+
+def overlay(base: TorchEnv | None, dest: Path, *, python: str, log: Path) -> Path:
+    """A fresh venv at `dest` that also sees `base`'s packages (torch) through a .pth file."""
+    shutil.rmtree(dest, ignore_errors=True)
+    interpreter = str(base.python) if base is not None else python
+    call([interpreter, "-m", "venv", dest], log=log)
+    if base is not None:
+        own = site_packages(venv_python(dest))
+        (own / "_wheelfarm_torch_env.pth").write_text(f"{site_packages(base.python)}\n")
+    return venv_python(dest)
