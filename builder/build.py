@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -235,7 +235,7 @@ def write_record(wheel: Path, target: Target, tc: toolchain.Toolchain, report: R
         "target": {"package": b.package, "version": b.version, "abi": b.abi, "cuda": b.cuda,
                    "torch": b.torch, "python": b.python, "platform": b.platform,
                    "label": b.label, "archs": b.archs.torch,
-                   "covers": [c.id for c in b.covers]},
+                   "covers": [asdict(c) for c in b.covers]},
         "source": {"sdist": s.source.sdist, "git": s.source.git, "path": s.source.path,
                    "digest": s.source.digest, "patches": list(s.patches)},
         "toolchain": {"cuda": str(tc.version), "cuda_home": str(tc.cuda_home),

@@ -4,6 +4,7 @@ chooses the exit code; everything below raises."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -22,10 +23,13 @@ from wheelfarm.builder.target import Target, host_platform_name, resolve, select
 from wheelfarm.builder.toolchain import find_cuda_home, nvcc_version
 from wheelfarm.builder.verify import verify_static
 from wheelfarm.cmd import call
-from wheelfarm.errors import PlanError, ToolchainError, VerifyError, WheelfarmError
+from wheelfarm.errors import PlanError, SiteError, ToolchainError, VerifyError, WheelfarmError
+from wheelfarm.index.serve import make_server
+from wheelfarm.index.site import build_site, read_manifest
+from wheelfarm.index.sources import GitHubReleases, from_wheelhouse, yanked_versions
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import MATRIX_DIR, load_matrix
-from wheelfarm.matrix.model import cuda_tag
+from wheelfarm.matrix.model import ArchList, cuda_tag
 from wheelfarm.matrix.plan import (
     Filters,
     existing_build_ids,
@@ -98,6 +102,17 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--python", help="Python version, e.g. 3.12 (default with --local: this one)")
     p.add_argument("--platform", help="farm platform (default with --local: this machine)")
     p.add_argument("--torch-index", help="torch index URL, or 'pip' for pip's configuration")
+    p.add_argument("--archs", help="replace the arch list, e.g. '9.0' (a quick local build)")
+
+
+def _add_build_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--work", type=Path, default=Path(".wheelfarm/work"),
+                   help="scratch folder (kept on failure)")
+    p.add_argument("--cache", type=Path, default=None,
+                   help="torch envs, sdists, ccache (default $WHEELFARM_CACHE or ~/.cache/wheelfarm)")
+    p.add_argument("--sdist-index", default=DEFAULT_SDIST_INDEX, help="PEP 503 index for sdists")
+    p.add_argument("--plat", help="auditwheel --plat (default: farm.yaml's tag; 'auto' locally)")
+    p.add_argument("--python-exe", help="interpreter to build with (default: found by version)")
 
 
 def _target(args: argparse.Namespace) -> tuple[Target, bool]:
@@ -118,17 +133,15 @@ def _target(args: argparse.Namespace) -> tuple[Target, bool]:
     python = args.python or f"{sys.version_info[0]}.{sys.version_info[1]}"
     target = select(matrix, package=args.package or DEMO_PACKAGE, cuda=cuda, python=python,
                     platform=args.platform or host_platform_name(), torch=args.torch)
+    if args.archs:
+        target = dataclasses.replace(target, build=dataclasses.replace(
+            target.build, archs=ArchList.parse(args.archs)))
     return target, True
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     target, local = _target(args)
-    cache = args.cache or default_cache()
-    opts = BuildOptions(
-        out_dir=args.out.resolve(), work_dir=args.work.resolve(), cache=cache.resolve(),
-        torch_index=args.torch_index or (PIP_INDEX if local else None),
-        sdist_index=args.sdist_index, plat=args.plat or ("auto" if local else None),
-        python=args.python_exe)
+    opts = _build_options(args, local=local, out=args.out)
     print(f"building {target.id} (archs {target.build.archs.torch}, torch {target.build.torch})",
           file=sys.stderr)
     result = run_build(target, opts)
@@ -158,6 +171,70 @@ def cmd_verify(args: argparse.Namespace) -> int:
     for binary, archs in report.archs.items():
         print(f"{binary}: SASS {' '.join(archs['cubins'])}; PTX {' '.join(archs['ptx']) or '-'}")
     print(f"ok: {args.wheel.name} matches {target.id}")
+    return 0
+
+
+def _build_options(args: argparse.Namespace, *, local: bool, out: Path) -> BuildOptions:
+    return BuildOptions(
+        out_dir=out.resolve(), work_dir=args.work.resolve(),
+        cache=(args.cache or default_cache()).resolve(),
+        torch_index=args.torch_index or (PIP_INDEX if local else None),
+        sdist_index=args.sdist_index, plat=args.plat or ("auto" if local else None),
+        python=args.python_exe)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    matrix = load_matrix(args.matrix)
+    yanked = yanked_versions(matrix)
+    files = None
+    if args.wheelhouse is not None:
+        entries, files = from_wheelhouse(args.wheelhouse, matrix, yanked)
+    else:
+        github = GitHubReleases(args.github, api=args.api)
+        entries = github.entries(matrix, yanked, previous={
+            e.url: e for e in read_manifest(args.out).values()})
+        print(f"read {len(entries)} wheels with {github.requests_made} API requests",
+              file=sys.stderr)
+    result = build_site(entries, args.out, files=files, allow_removal=args.allow_removal,
+                        title=args.title)
+    print(f"site {args.out}: {len(entries)} wheels in {result.combos} (cuda, torch) indexes; "
+          f"{len(result.written)} files written, {result.unchanged} unchanged, "
+          f"{len(result.removed)} removed")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    if not (args.dir / "index.html").is_file():
+        msg = f"{str(args.dir)!r} has no index.html: build it with `wheelfarm index` first"
+        raise SiteError(msg)
+    server = make_server(args.dir, args.bind, args.port)
+    print(f"serving {args.dir} at http://{args.bind}:{server.server_address[1]}/ (Ctrl-C stops)",
+          flush=True)
+    with server:
+        server.serve_forever()
+    return 0
+
+
+def cmd_farm(args: argparse.Namespace) -> int:
+    """The local farm: plan what this machine can build, build it, index it, print commands."""
+    target, _ = _target(args)
+    matrix = load_matrix(args.matrix)
+    store = args.store.resolve()
+    if target.id in existing_build_ids(store if store.is_dir() else None):
+        print(f"[plan] {target.id} is already in {store}: nothing to build", file=sys.stderr)
+    else:
+        print(f"[plan] 1 build: {target.id} (archs {target.build.archs.torch})", file=sys.stderr)
+        run_build(target, _build_options(args, local=True, out=store))
+    entries, files = from_wheelhouse(store, matrix, yanked_versions(matrix))
+    result = build_site(entries, args.site, files=files, title=args.title)
+    cuda, torch = target.build.cuda, target.build.torch_minor
+    index = f"{args.site.resolve().as_uri()}/{cuda}/torch{torch}/"
+    print(f"[index] {args.site}: {len(entries)} wheels, {result.combos} indexes", file=sys.stderr)
+    name = target.package.display_name
+    print(f"pip install {name} --extra-index-url {index}")
+    print(f"uv pip install {name} --extra-index-url {index}")
+    print(f"# or serve it: wheelfarm serve {args.site} --port 8000, then use "
+          f"http://127.0.0.1:8000/{cuda}/torch{torch}/")
     return 0
 
 
@@ -192,14 +269,33 @@ def _parser() -> argparse.ArgumentParser:
 
     p = add("build", cmd_build, "Compile, relabel, repair and verify one target.")
     _add_target_args(p)
+    _add_build_args(p)
     p.add_argument("--out", type=Path, default=Path("wheelhouse"), help="where wheels go")
-    p.add_argument("--work", type=Path, default=Path(".wheelfarm/work"),
-                   help="scratch folder (kept on failure)")
-    p.add_argument("--cache", type=Path, default=None,
-                   help="torch envs, sdists, ccache (default $WHEELFARM_CACHE or ~/.cache/wheelfarm)")
-    p.add_argument("--sdist-index", default=DEFAULT_SDIST_INDEX, help="PEP 503 index for sdists")
-    p.add_argument("--plat", help="auditwheel --plat (default: farm.yaml's tag; 'auto' locally)")
-    p.add_argument("--python-exe", help="interpreter to build with (default: found by version)")
+
+    p = add("farm", cmd_farm, "The local farm: build what this machine can (the demo by "
+            "default), index it into a local site and print the pip and uv commands.")
+    _add_target_args(p)
+    _add_build_args(p)
+    p.add_argument("--store", type=Path, default=Path(".wheelfarm/wheelhouse"),
+                   help="the local release store (a wheelhouse)")
+    p.add_argument("--site", type=Path, default=Path("site"), help="where the index is written")
+    p.add_argument("--title", default="wheelfarm (local)")
+    p.set_defaults(local=True)
+
+    p = add("index", cmd_index, "Write the PEP 503 site from a wheelhouse or GitHub Releases.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--wheelhouse", type=Path, help="a folder of wheels (+ .build.json)")
+    src.add_argument("--github", metavar="OWNER/REPO", help="read the repository's releases")
+    p.add_argument("--api", default="https://api.github.com", help="GitHub API base URL")
+    p.add_argument("--out", type=Path, default=Path("site"))
+    p.add_argument("--allow-removal", action="store_true",
+                   help="let the new site drop wheels the previous one listed")
+    p.add_argument("--title", default="wheelfarm")
+
+    p = add("serve", cmd_serve, "Serve a built site over HTTP for local use.")
+    p.add_argument("dir", type=Path, nargs="?", default=Path("site"))
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--bind", default="127.0.0.1")
 
     p = add("verify", cmd_verify, "Check a built wheel against its target (static + import).")
     p.add_argument("wheel", type=Path)

@@ -1,0 +1,126 @@
+"""One published wheel as the index sees it, and the (CUDA, torch) combos it is listed under."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from packaging.utils import NormalizedName, canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
+from wheelfarm.matrix.model import Matrix, cuda_version
+from wheelfarm.matrix.wheelname import build_id_from_wheel, platform_family
+
+_LABEL = re.compile(r"^(cu\d{3})(?:torch(\d+\.\d+)(\.stable)?)?$")
+SAFE_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Covered:
+    """A (CUDA, torch, Python, platform) cell a wheel serves."""
+
+    cuda: str
+    torch: str
+    python: str
+    platform: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelEntry:
+    """Everything a project page and packages.json say about one wheel."""
+
+    filename: str
+    url: str
+    sha256: str
+    size: int
+    requires_python: str | None = None
+    metadata_sha256: str | None = None  # set only when <wheel>.metadata is published (PEP 658)
+    yanked: str | None = None
+    covers: tuple[Covered, ...] = field(default=())
+
+    @property
+    def name(self) -> NormalizedName:
+        return parse_wheel_filename(self.filename)[0]
+
+    @property
+    def version(self) -> Version:
+        return parse_wheel_filename(self.filename)[1]
+
+    @property
+    def combos(self) -> set[tuple[str, str]]:
+        """The (cuda, torch) index directories this wheel appears in."""
+        return {(c.cuda, c.torch) for c in self.covers}
+
+    def to_json(self) -> dict[str, Any]:
+        _, version, _, tags = parse_wheel_filename(self.filename)
+        cuda, torch = split_label(version.local or "")
+        return {
+            "filename": self.filename, "name": self.name, "version": str(version),
+            "public_version": version.public, "label": version.local, "cuda": cuda,
+            "torch": torch, "tags": sorted(str(t) for t in tags),
+            "build_id": build_id_from_wheel(self.filename), "url": self.url,
+            "sha256": self.sha256, "size": self.size, "requires_python": self.requires_python,
+            "metadata_sha256": self.metadata_sha256, "yanked": self.yanked,
+            "covers": [asdict(c) for c in self.covers],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WheelEntry:
+        return cls(filename=data["filename"], url=data["url"], sha256=data["sha256"],
+                   size=data["size"], requires_python=data.get("requires_python"),
+                   metadata_sha256=data.get("metadata_sha256"), yanked=data.get("yanked"),
+                   covers=tuple(Covered(**c) for c in data.get("covers", [])))
+
+
+def split_label(label: str) -> tuple[str | None, str | None]:
+    """'cu130torch2.14' -> ('cu130', '2.14'); 'cu130' -> ('cu130', None).
+
+    >>> split_label("cu130torch2.10.stable")
+    ('cu130', '2.10')
+    """
+    match = _LABEL.match(label)
+    return (match[1], match[2]) if match else (None, None)
+
+
+def covers_from_name(filename: str, matrix: Matrix | None) -> tuple[Covered, ...]:
+    """Cells of a wheel that came without a build record, read from its label and tags.
+
+    abi3 serves every Python the torch release ships; '.stable' serves every torch from its
+    floor that ships the CUDA; a label without torch serves every torch shipping the CUDA.
+    """
+    _, version, _, tags = parse_wheel_filename(filename)
+    tag = min(tags, key=str)
+    platform = platform_family(tag.platform)
+    cuda, torch = split_label(version.local or "")
+    if cuda is None:
+        return ()
+    stable = (version.local or "").endswith(".stable")
+    releases = [r for r in (matrix.releases if matrix else ()) if platform in r.builds.get(cuda, ())]
+    torches = [r.minor for r in releases if (
+        torch is None or r.minor == torch or (stable and Version(r.minor) >= Version(torch)))]
+    if not torches and torch is not None:
+        torches = [torch]
+    out = []
+    for t in torches:
+        release = next((r for r in releases if r.minor == t), None)
+        if tag.abi == "abi3":
+            floor = Version(f"{tag.interpreter[2]}.{tag.interpreter[3:]}")
+            pythons = [p for p in (release.pythons() if release else ()) if Version(p) >= floor]
+        else:
+            pythons = [f"{tag.interpreter[2]}.{tag.interpreter[3:]}"]
+        out += [Covered(cuda=cuda, torch=t, python=p, platform=platform) for p in pythons]
+    return tuple(out)
+
+
+def check_name(name: str) -> NormalizedName:
+    """A project directory name that can neither break HTML nor leave the output folder."""
+    normalized = canonicalize_name(name)
+    if not SAFE_NAME.match(normalized):
+        msg = f"unsafe project name {name!r}"
+        raise ValueError(msg)
+    return normalized
+
+
+def cuda_sort_key(cuda: str) -> Version:
+    return cuda_version(cuda)

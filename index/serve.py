@@ -1,0 +1,29 @@
+"""`wheelfarm serve`: a static file server for a built site, for local use and tests."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from pathlib import Path
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".whl": "application/octet-stream", ".metadata": "text/plain",
+                      ".json": "application/json", ".svg": "image/svg+xml"}
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
+        """Quiet by default: pip and uv fetch many pages."""
+
+
+def make_server(root: Path, host: str = "127.0.0.1", port: int = 0) -> http.server.ThreadingHTTPServer:
+    handler = functools.partial(_Handler, directory=str(root))
+    return http.server.ThreadingHTTPServer((host, port), handler)
+
+
+def serve_in_thread(root: Path, host: str = "127.0.0.1") -> tuple[http.server.ThreadingHTTPServer, str]:
+    """Start serving `root` on a free port; return the server and its base URL."""
+    server = make_server(root, host)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://{host}:{server.server_address[1]}/"

@@ -1,0 +1,137 @@
+"""Write the static site: per-(CUDA, torch) PEP 503 indexes, a flat page of every wheel,
+packages.json and the landing page. Refuses to lose published wheels; rewrites only what changed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from wheelfarm import __version__
+from wheelfarm.errors import SiteError
+from wheelfarm.index.entries import WheelEntry, check_name, cuda_sort_key
+from wheelfarm.index.sources import FILES_DIR, LocalFile
+
+MANIFEST = "packages.json"
+MANIFEST_VERSION = 1
+
+
+@dataclass
+class SiteResult:
+    written: list[Path] = field(default_factory=list)
+    unchanged: int = 0
+    removed: list[Path] = field(default_factory=list)
+    combos: int = 0
+
+
+def _jinja() -> Environment:
+    return Environment(loader=PackageLoader("wheelfarm.index", "templates"),
+                       autoescape=select_autoescape(default=True), keep_trailing_newline=True)
+
+
+def _href(entry: WheelEntry, depth: int) -> str:
+    """Absolute URLs stay; a local site's files/... link climbs `depth` folders."""
+    return entry.url if "://" in entry.url else "../" * depth + entry.url
+
+
+def read_manifest(out: Path) -> dict[str, WheelEntry]:
+    path = out / MANIFEST
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("version") != MANIFEST_VERSION:
+        msg = f"{path}: manifest version {data.get('version')!r}, this wheelfarm reads {MANIFEST_VERSION}"
+        raise SiteError(msg)
+    return {w["filename"]: WheelEntry.from_json(w) for w in data["wheels"]}
+
+
+class _Writer:
+    """Writes a file only when its bytes change, and remembers every path it produced."""
+
+    def __init__(self, out: Path, result: SiteResult) -> None:
+        self.out, self.result, self.produced = out.resolve(), result, set[Path]()
+
+    def put(self, rel: str, data: bytes | None = None, source: Path | None = None) -> None:
+        path = (self.out / rel).resolve()
+        if self.out not in path.parents:
+            msg = f"refusing to write {rel!r}: outside {self.out}"
+            raise SiteError(msg)
+        self.produced.add(path)
+        if source is not None:
+            if path.is_file() and path.stat().st_size == source.stat().st_size:
+                self.result.unchanged += 1
+                return
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, path)
+        else:
+            assert data is not None  # noqa: S101 - one of data/source is always given
+            if path.is_file() and path.read_bytes() == data:
+                self.result.unchanged += 1
+                return
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(data)
+            tmp.replace(path)
+        self.result.written.append(path)
+
+    def prune(self) -> None:
+        """Remove generated files no longer produced (old combos, wheels allowed to go)."""
+        for top in [p for p in self.out.iterdir() if p.is_dir() and (
+                p.name == FILES_DIR or (p.name.startswith("cu") and p.name[2:].isdigit()))]:
+            for path in sorted(top.rglob("*"), reverse=True):
+                if path.is_file() and path not in self.produced:
+                    path.unlink()
+                    self.result.removed.append(path)
+                elif path.is_dir() and not any(path.iterdir()):
+                    path.rmdir()
+
+
+def build_site(entries: list[WheelEntry], out: Path, *, files: list[LocalFile] | None = None,
+               allow_removal: bool = False, title: str = "wheelfarm") -> SiteResult:
+    """Write the site for `entries` into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    previous = read_manifest(out)
+    current = {e.filename: e for e in entries}
+    lost = sorted(set(previous) - set(current))
+    if lost and not allow_removal:
+        shown = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+        msg = (f"the new site would drop {len(lost)} published wheel(s): {shown}; yank them in "
+               f"the package YAML instead, or pass --allow-removal")
+        raise SiteError(msg)
+    result = SiteResult()
+    writer = _Writer(out, result)
+    jinja = _jinja()
+    project_t, root_t = jinja.get_template("project.html"), jinja.get_template("root.html")
+    ordered = sorted(entries, key=lambda e: (e.name, e.version, e.filename))
+    combos: dict[tuple[str, str], dict[str, list[WheelEntry]]] = {}
+    for e in ordered:
+        name = check_name(e.name)
+        for combo in e.combos:
+            combos.setdefault(combo, {}).setdefault(name, []).append(e)
+
+    def rows(items: list[WheelEntry], depth: int) -> list[dict[str, Any]]:
+        return [{**e.__dict__, "href": _href(e, depth)} for e in items]
+
+    for (cuda, torch), projects in sorted(combos.items(), key=lambda kv: (
+            cuda_sort_key(kv[0][0]), kv[0][1])):
+        base = f"{cuda}/torch{torch}"
+        writer.put(f"{base}/index.html", root_t.render(
+            title=f"wheelfarm {cuda} torch{torch}", names=sorted(projects)).encode())
+        for name, items in sorted(projects.items()):
+            writer.put(f"{base}/{name}/index.html",
+                       project_t.render(name=name, wheels=rows(items, 3)).encode())
+    writer.put("wheels.html", project_t.render(name="every wheel", wheels=rows(ordered, 0)).encode())
+    for f in files or []:
+        writer.put(f"{FILES_DIR}/{f.name}", data=f.data, source=f.source)
+    manifest = {"version": MANIFEST_VERSION, "generator": f"wheelfarm {__version__}",
+                "wheels": [e.to_json() for e in ordered]}
+    writer.put(MANIFEST, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+    writer.put("index.html", jinja.get_template("landing.html").render(title=title).encode())
+    writer.put(".nojekyll", b"")
+    writer.prune()
+    result.combos = len(combos)
+    return result

@@ -1,0 +1,67 @@
+"""Integration fixtures: real nvcc builds, real venvs, real pip/uv. Built once per session and
+shared; the torch environment lives in one cache per run ($WHEELFARM_CACHE)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def wheelfarm(*args: str | Path, check: bool = True, cwd: Path | None = None,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI as a subprocess, as a user would."""
+    result = subprocess.run([sys.executable, "-m", "wheelfarm", *map(str, args)], text=True,
+                            capture_output=True, cwd=cwd, env=env, check=False)
+    if check and result.returncode != 0:
+        pytest.fail(f"wheelfarm {' '.join(map(str, args))} exited {result.returncode}:\n"
+                    f"{result.stdout}\n{result.stderr[-4000:]}")
+    return result
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if os.environ.get("WHEELFARM_CACHE"):
+        return Path(os.environ["WHEELFARM_CACHE"])
+    return Path.home() / ".cache" / "wheelfarm"
+
+
+@dataclass(frozen=True)
+class DemoBuild:
+    wheel: Path
+    record: dict[str, object]
+    torch_env: Path
+
+
+@pytest.fixture(scope="session")
+def demo_build(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> DemoBuild:
+    """The in-repo demo extension built with nvcc for this machine (cu130, torch 2.14)."""
+    out = tmp_path_factory.mktemp("wheelhouse")
+    work = tmp_path_factory.mktemp("work")
+    result = wheelfarm("build", "--local", "--out", out, "--work", work, "--cache", cache_dir)
+    wheel = Path(result.stdout.strip().splitlines()[-1])
+    record = json.loads(wheel.with_name(wheel.name + ".build.json").read_text())
+    envs = sorted((cache_dir / "envs").glob("torch2.14.*-cu130-cp*"))
+    return DemoBuild(wheel, record, envs[-1])
+
+
+def fresh_venv(path: Path, torch_env: Path) -> Path:
+    """A new venv that sees the shared torch env (as the builder's import check does)."""
+    shutil.rmtree(path, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", path], check=True)
+    py = path / "bin" / "python"
+    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    base = subprocess.run([torch_env / "bin" / "python", "-c",
+                           "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    Path(site, "_torch_env.pth").write_text(base + "\n")
+    return py
