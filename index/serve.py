@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import http.server
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -22,8 +24,15 @@ def make_server(root: Path, host: str = "127.0.0.1", port: int = 0) -> http.serv
     return http.server.ThreadingHTTPServer((host, port), handler)
 
 
-def serve_in_thread(root: Path, host: str = "127.0.0.1") -> tuple[http.server.ThreadingHTTPServer, str]:
-    """Start serving `root` on a free port; return the server and its base URL."""
+@contextmanager
+def served(root: Path, host: str = "127.0.0.1") -> Iterator[str]:
+    """Serve `root` on a free port in a thread for the `with` block; yield its base URL."""
     server = make_server(root, host)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://{host}:{server.server_address[1]}/"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

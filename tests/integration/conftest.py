@@ -65,3 +65,31 @@ def fresh_venv(path: Path, torch_env: Path) -> Path:
                           check=True, capture_output=True, text=True).stdout.strip()
     Path(site, "_torch_env.pth").write_text(base + "\n")
     return py
+
+
+def retag(wheel: Path, dest_dir: Path, *, label: str, python: str) -> Path:
+    """A copy of a real farm wheel under another label and Python tag: the 'other combos'
+    of a served index (valid wheels; their binaries are the demo's)."""
+    import zipfile  # noqa: PLC0415
+
+    from packaging.utils import parse_wheel_filename  # noqa: PLC0415
+
+    from wheelfarm.builder.wheelfile import dist_info, write_wheel  # noqa: PLC0415
+
+    _, version, _, tags = parse_wheel_filename(wheel.name)
+    platform = next(iter(tags)).platform
+    new_version = f"{version.public}+{label}"
+    with zipfile.ZipFile(wheel) as zf:
+        files = {n: zf.read(n) for n in zf.namelist()}
+    old = dist_info(list(files))
+    new = f"{old.rsplit('-', 1)[0]}-{new_version}.dist-info"
+    files = {(new + n[len(old):] if n.startswith(old + "/") else n): d for n, d in files.items()}
+    files[f"{new}/METADATA"] = files[f"{new}/METADATA"].replace(
+        f"Version: {version}".encode(), f"Version: {new_version}".encode())
+    wheel_meta = files[f"{new}/WHEEL"].decode()
+    files[f"{new}/WHEEL"] = "\n".join(
+        f"Tag: {python}-{python}-{platform}" if line.startswith("Tag:") else line
+        for line in wheel_meta.split("\n")).encode()
+    dest = dest_dir / f"{wheel.name.split('-')[0]}-{new_version}-{python}-{python}-{platform}.whl"
+    write_wheel(dest, files, new)
+    return dest
