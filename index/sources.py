@@ -133,7 +133,8 @@ class GitHubReleases:
                 name = asset["name"]
                 if not name.endswith(".whl"):
                     continue
-                url = asset["browser_download_url"]
+                # '+' in a path reaches some storage back ends as a space: always send %2B
+                url = asset["browser_download_url"].replace("+", "%2B")
                 old = previous.get(url)
                 if old is not None and old.size == asset["size"]:
                     out.append(_with_yank(old, yanked))

@@ -23,7 +23,15 @@ from wheelfarm.builder.target import Target, host_platform_name, resolve, select
 from wheelfarm.builder.toolchain import find_cuda_home, nvcc_version
 from wheelfarm.builder.verify import verify_static
 from wheelfarm.cmd import call
-from wheelfarm.errors import PlanError, SiteError, ToolchainError, VerifyError, WheelfarmError
+from wheelfarm.errors import (
+    PlanError,
+    PublishError,
+    SiteError,
+    ToolchainError,
+    VerifyError,
+    WheelfarmError,
+)
+from wheelfarm.index.publish import GitHubPublisher, publish
 from wheelfarm.index.serve import make_server
 from wheelfarm.index.site import build_site, read_manifest
 from wheelfarm.index.sources import GitHubReleases, from_wheelhouse, yanked_versions
@@ -238,6 +246,18 @@ def cmd_farm(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    wheels = sorted(args.wheelhouse.glob("*.whl"))
+    if not wheels:
+        msg = f"no wheels in {str(args.wheelhouse)!r}: nothing to publish"
+        raise PublishError(msg)
+    publisher = GitHubPublisher(args.repo, api=args.api, uploads=args.uploads)
+    report = publish(wheels, publisher, echo=lambda line: print(line, file=sys.stderr))
+    print(f"published {len(wheels)} wheels: {len(report.uploaded)} files uploaded, "
+          f"{len(report.skipped)} already there, releases: {', '.join(sorted(report.releases)) or '-'}")
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     print(f"ok: {len(matrix.packages)} packages, {len(matrix.releases)} torch releases")
@@ -291,6 +311,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-removal", action="store_true",
                    help="let the new site drop wheels the previous one listed")
     p.add_argument("--title", default="wheelfarm")
+
+    p = add("publish", cmd_publish, "Upload wheels, .metadata and build records to GitHub "
+            "Releases; never overwrite.")
+    p.add_argument("wheelhouse", type=Path)
+    p.add_argument("--repo", default=os.environ.get("GITHUB_REPOSITORY"),
+                   required="GITHUB_REPOSITORY" not in os.environ, help="OWNER/REPO")
+    p.add_argument("--api", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"))
+    p.add_argument("--uploads", default="https://uploads.github.com")
 
     p = add("serve", cmd_serve, "Serve a built site over HTTP for local use.")
     p.add_argument("dir", type=Path, nargs="?", default=Path("site"))

