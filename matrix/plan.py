@@ -19,7 +19,7 @@ from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.wheelname import build_id_from_wheel
 
 # Keys of one job in the GitHub matrix. The build workflow reads exactly these (tested).
-JOB_KEYS = ("id", "package", "cuda", "python", "platform", "timeout_minutes")
+JOB_KEYS = ("id", "cuda", "python", "platform", "timeout_minutes")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,7 +143,7 @@ def _long_job_warnings(todo: Sequence[Build], limit: int) -> tuple[str, ...]:
 def job(build: Build, limit_minutes: int) -> dict[str, object]:
     """One matrix entry; keys are JOB_KEYS."""
     timeout = min(limit_minutes, max(30, math.ceil(build.minutes * 1.5) + 20))
-    return {"id": build.id, "package": build.package, "cuda": build.cuda,
+    return {"id": build.id, "cuda": build.cuda,
             "python": build.python, "platform": build.platform, "timeout_minutes": timeout}
 
 
@@ -220,7 +220,8 @@ def to_json(plan: Plan, matrix: Matrix) -> dict[str, object]:
         "version": 1,
         "runner_hours": round(plan.runner_hours, 2),
         "warnings": list(plan.warnings),
-        "builds": [{**job(b, matrix.farm.hosted_job_limit_minutes), "torch": b.torch,
+        "builds": [{**job(b, matrix.farm.hosted_job_limit_minutes), "package": b.package,
+                    "torch": b.torch,
                     "archs": b.archs.torch, "label": b.label, "abi": b.abi,
                     "covers": [c.id for c in b.covers]} for b in plan.todo],
         "present": [b.id for b in plan.present],

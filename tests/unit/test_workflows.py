@@ -1,0 +1,66 @@
+"""Workflow hygiene and the contract between `wheelfarm plan --format github` and the workflows."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from wheelfarm.matrix.expand import expand
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.plan import JOB_KEYS, github_outputs, make_plan
+
+WORKFLOWS = Path(__file__).parents[2] / ".github" / "workflows"
+FILES = sorted(WORKFLOWS.glob("*.yml"))
+
+
+def test_build_workflows_read_exactly_the_plan_job_keys() -> None:
+    for name in ("build-linux.yml", "build-windows.yml"):
+        text = (WORKFLOWS / name).read_text()
+        used = set(re.findall(r"matrix\.target\.([a-z_]+)", text))
+        assert used <= set(JOB_KEYS), f"{name} reads keys the plan does not emit: {used - set(JOB_KEYS)}"
+    used_anywhere = set().union(*(set(re.findall(r"matrix\.target\.([a-z_]+)", (WORKFLOWS / n).read_text()))
+                                  for n in ("build-linux.yml", "build-windows.yml")))
+    assert used_anywhere == set(JOB_KEYS), f"plan emits keys no workflow reads: {set(JOB_KEYS) - used_anywhere}"
+
+
+def test_farm_reads_every_plan_output() -> None:
+    matrix = load_matrix()
+    outputs = github_outputs(make_plan(matrix, expand(matrix)), matrix)
+    farm = yaml.safe_load((WORKFLOWS / "farm.yml").read_text())
+    declared = farm["jobs"]["plan"]["outputs"]
+    assert set(declared) == set(outputs)
+    for key, value in declared.items():
+        assert value == f"${{{{ steps.plan.outputs.{key} }}}}"
+    shard_keys = {k for s in __import__("json").loads(outputs["shards_linux_x86_64"]) for k in s}
+    text = (WORKFLOWS / "build-linux.yml").read_text()
+    assert set(re.findall(r"fromJSON\(inputs\.shard\)\.([a-z_]+)", text)) <= shard_keys
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
+def test_hygiene(path: Path) -> None:
+    text = path.read_text()
+    data = yaml.safe_load(text)
+    assert data["permissions"] == {}, "top-level permissions must be {}"
+    for line in re.findall(r"uses:\s*(\S+.*)", text):
+        if line.startswith("./"):
+            continue
+        assert re.match(r"[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d", line), f"unpinned action: {line}"
+    for job_id, job in data["jobs"].items():
+        if "uses" not in job:
+            assert "timeout-minutes" in job, f"{path.name}:{job_id} has no timeout"
+        assert "permissions" in job, f"{path.name}:{job_id} has no least-privilege permissions"
+        for step in job.get("steps", []):
+            run = step.get("run", "")
+            assert "${{" not in run, f"{path.name}:{job_id}: expression inside run: pass it via env"
+            if "actions/checkout@" in step.get("uses", ""):
+                assert step.get("with", {}).get("persist-credentials") is False
+    if "workflow_call" not in (data.get(True) or data.get("on") or {}):
+        assert "concurrency" in data or all("concurrency" in j for j in data["jobs"].values())
+
+
+def test_nothing_names_an_owner() -> None:
+    for path in FILES:
+        assert not re.search(r"github\.io/|github\.com/[A-Za-z0-9-]+/", path.read_text()), path.name
