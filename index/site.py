@@ -91,8 +91,9 @@ class _Writer:
 
 
 def build_site(entries: list[WheelEntry], out: Path, *, files: list[LocalFile] | None = None,
-               allow_removal: bool = False, title: str = "wheelfarm") -> SiteResult:
-    """Write the site for `entries` into `out`."""
+               extra: dict[str, bytes] | None = None, allow_removal: bool = False,
+               title: str = "wheelfarm") -> SiteResult:
+    """Write the site for `entries` into `out`; `extra` adds root files (coverage.svg)."""
     out.mkdir(parents=True, exist_ok=True)
     previous = read_manifest(out)
     current = {e.filename: e for e in entries}
@@ -132,6 +133,8 @@ def build_site(entries: list[WheelEntry], out: Path, *, files: list[LocalFile] |
     writer.put(MANIFEST, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
     writer.put("index.html", jinja.get_template("landing.html").render(title=title).encode())
     writer.put(".nojekyll", b"")
+    for name, data in (extra or {}).items():
+        writer.put(name, data)
     writer.prune()
     result.combos = len(combos)
     return result

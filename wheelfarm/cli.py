@@ -31,13 +31,16 @@ from wheelfarm.errors import (
     VerifyError,
     WheelfarmError,
 )
+from wheelfarm.index.coverage import coverage, markdown, svg, write_docs
+from wheelfarm.index.entries import WheelEntry
 from wheelfarm.index.publish import GitHubPublisher, publish
 from wheelfarm.index.serve import make_server
 from wheelfarm.index.site import build_site, read_manifest
 from wheelfarm.index.sources import GitHubReleases, from_wheelhouse, yanked_versions
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import MATRIX_DIR, load_matrix
-from wheelfarm.matrix.model import PLATFORMS, ArchList, cuda_tag
+from wheelfarm.matrix.model import PLATFORMS, ArchList, Matrix, cuda_tag
+from wheelfarm.matrix.wheelname import build_id_from_wheel
 from wheelfarm.matrix.toolkits import pages_url, toolkit
 from wheelfarm.matrix.plan import (
     Filters,
@@ -205,7 +208,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"read {len(entries)} wheels with {github.requests_made} API requests",
               file=sys.stderr)
     result = build_site(entries, args.out, files=files, allow_removal=args.allow_removal,
-                        title=args.title)
+                        title=args.title, extra=_coverage_svg(matrix, entries))
     print(f"site {args.out}: {len(entries)} wheels in {result.combos} (cuda, torch) indexes; "
           f"{len(result.written)} files written, {result.unchanged} unchanged, "
           f"{len(result.removed)} removed")
@@ -235,7 +238,8 @@ def cmd_farm(args: argparse.Namespace) -> int:
         print(f"[plan] 1 build: {target.id} (archs {target.build.archs.torch})", file=sys.stderr)
         run_build(target, _build_options(args, local=True, out=store))
     entries, files = from_wheelhouse(store, matrix, yanked_versions(matrix))
-    result = build_site(entries, args.site, files=files, title=args.title)
+    result = build_site(entries, args.site, files=files, title=args.title,
+                        extra=_coverage_svg(matrix, entries))
     cuda, torch = target.build.cuda, target.build.torch_minor
     index = f"{args.site.resolve().as_uri()}/{cuda}/torch{torch}/"
     print(f"[index] {args.site}: {len(entries)} wheels, {result.combos} indexes", file=sys.stderr)
@@ -256,6 +260,21 @@ def cmd_publish(args: argparse.Namespace) -> int:
     report = publish(wheels, publisher, echo=lambda line: print(line, file=sys.stderr))
     print(f"published {len(wheels)} wheels: {len(report.uploaded)} files uploaded, "
           f"{len(report.skipped)} already there, releases: {', '.join(sorted(report.releases)) or '-'}")
+    return 0
+
+
+def _coverage_svg(matrix: Matrix, entries: list[WheelEntry]) -> dict[str, bytes]:
+    present = {build_id_from_wheel(e.filename) for e in entries}
+    return {"coverage.svg": svg(coverage(expand(matrix), present)).encode()}
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    matrix = load_matrix(args.matrix)
+    rows = coverage(expand(matrix), existing_build_ids(args.existing))
+    if args.write_docs:
+        root = MATRIX_DIR.parent
+        write_docs(rows, root / "docs" / "coverage.md", root / "README.md")
+    print(markdown(rows), end="")
     return 0
 
 
@@ -334,6 +353,11 @@ def _parser() -> argparse.ArgumentParser:
                    required="GITHUB_REPOSITORY" not in os.environ, help="OWNER/REPO")
     p.add_argument("--api", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"))
     p.add_argument("--uploads", default="https://uploads.github.com")
+
+    p = add("coverage", cmd_coverage, "Built / missing wheels per package and platform.")
+    p.add_argument("--existing", type=Path, help="packages.json of the index, or a wheelhouse")
+    p.add_argument("--write-docs", action="store_true",
+                   help="rewrite docs/coverage.md and the README table")
 
     p = add("toolkit", cmd_toolkit, "Print what to install for a CUDA tag (toolkits.yaml).")
     p.add_argument("cuda", help="e.g. cu130")
