@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from wheelfarm.matrix.model import Matrix, cuda_version
-from wheelfarm.matrix.wheelname import build_id_from_wheel, platform_family
+from wheelfarm.matrix.wheelname import build_id, platform_family
 
 _LABEL = re.compile(r"^(cu\d{3})(?:torch(\d+\.\d+)(\.stable)?)?$")
 SAFE_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -39,13 +41,18 @@ class WheelEntry:
     yanked: str | None = None
     covers: tuple[Covered, ...] = field(default=())
 
+    @cached_property
+    def _parsed(self) -> tuple[NormalizedName, Version, frozenset[Tag]]:
+        name, version, _, tags = parse_wheel_filename(self.filename)
+        return name, version, tags
+
     @property
     def name(self) -> NormalizedName:
-        return parse_wheel_filename(self.filename)[0]
+        return self._parsed[0]
 
     @property
     def version(self) -> Version:
-        return parse_wheel_filename(self.filename)[1]
+        return self._parsed[1]
 
     @property
     def combos(self) -> set[tuple[str, str]]:
@@ -53,16 +60,17 @@ class WheelEntry:
         return {(c.cuda, c.torch) for c in self.covers}
 
     def to_json(self) -> dict[str, Any]:
-        _, version, _, tags = parse_wheel_filename(self.filename)
+        name, version, tags = self._parsed
         cuda, torch = split_label(version.local or "")
         return {
-            "filename": self.filename, "name": self.name, "version": str(version),
+            "filename": self.filename, "name": name, "version": str(version),
             "public_version": version.public, "label": version.local, "cuda": cuda,
             "torch": torch, "tags": sorted(str(t) for t in tags),
-            "build_id": build_id_from_wheel(self.filename), "url": self.url,
+            "build_id": build_id(name, version, tags), "url": self.url,
             "sha256": self.sha256, "size": self.size, "requires_python": self.requires_python,
             "metadata_sha256": self.metadata_sha256, "yanked": self.yanked,
-            "covers": [asdict(c) for c in self.covers],
+            "covers": [{"cuda": c.cuda, "torch": c.torch, "python": c.python,
+                        "platform": c.platform} for c in self.covers],
         }
 
     @classmethod

@@ -3,9 +3,10 @@ cells into builds by ABI kind. See docs/adr/0003-abi-collapse.md."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import cache
 
 from packaging.version import Version
 
@@ -107,33 +108,47 @@ def _matches(ex: Exclusion, pv: PackageVersion, release: TorchRelease, cuda: str
     return all(want is None or fnmatchcase(have, want) for want, have in pairs)
 
 
-def _constraint_rule(pkg: Package, release: TorchRelease, cuda: str, python: str,
-                     platform: str) -> str | None:
-    """Which package constraint removes this cell, if any (for --explain)."""
-    checks = (
-        (Version(release.minor) in pkg.torch_spec, f"constraints.torch {pkg.torch_spec}"),
-        (Version(python) in pkg.python_spec, f"constraints.python {pkg.python_spec}"),
-        (cuda_version(cuda) in pkg.cuda_spec, f"constraints.cuda {pkg.cuda_spec}"),
-        (platform in pkg.platforms, f"constraints.platforms {list(pkg.platforms)}"),
-    )
-    for ok, rule in checks:
-        if not ok:
-            return f"{pkg.file.name}: {rule}"
-    return None
+def _rule_finder(pkg: Package) -> Callable[[TorchRelease, str, str, str], str | None]:
+    """Which package constraint removes a cell, if any (for --explain); memoised per axis value
+    because a large grid asks the same question tens of thousands of times."""
+    where = pkg.file.name
+
+    @cache
+    def torch_rule(minor: str) -> str | None:
+        return None if Version(minor) in pkg.torch_spec else f"{where}: constraints.torch {pkg.torch_spec}"
+
+    @cache
+    def python_rule(python: str) -> str | None:
+        return None if Version(python) in pkg.python_spec else f"{where}: constraints.python {pkg.python_spec}"
+
+    @cache
+    def cuda_rule(cuda: str) -> str | None:
+        return None if cuda_version(cuda) in pkg.cuda_spec else f"{where}: constraints.cuda {pkg.cuda_spec}"
+
+    def find(release: TorchRelease, cuda: str, python: str, platform: str) -> str | None:
+        platform_rule = (None if platform in pkg.platforms
+                         else f"{where}: constraints.platforms {list(pkg.platforms)}")
+        return (torch_rule(release.minor) or python_rule(python) or cuda_rule(cuda)
+                or platform_rule)
+
+    return find
 
 
 def cells(matrix: Matrix, package: Package) -> Iterator[Cell | Excluded]:
     """Every cell torch ships for this package: kept cells, and excluded ones with their rule."""
+    rule_for = _rule_finder(package)
     for pv in package.versions:
+        version = str(pv.version)
         for release in matrix.releases:
+            pythons = release.pythons()
             for cuda, plats in release.builds.items():
                 for platform in plats:
-                    for python in release.pythons():
-                        cell = Cell(package=package.name, version=str(pv.version),
+                    for python in pythons:
+                        cell = Cell(package=package.name, version=version,
                                     torch=release.minor, cuda=cuda, python=python,
                                     platform=platform)
-                        rule = _constraint_rule(package, release, cuda, python, platform)
-                        if rule is None:
+                        rule = rule_for(release, cuda, python, platform)
+                        if rule is None and package.exclusions:
                             rule = next((f"{package.file.name}:{ex.line}: exclude ({ex.reason})"
                                          for ex in package.exclusions
                                          if _matches(ex, pv, release, cuda, python, platform)),

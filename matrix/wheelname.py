@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
+from packaging.version import Version
 
 
 def platform_family(platform_tag: str) -> str:
@@ -26,6 +28,11 @@ def build_id_from_wheel(filename: str) -> str:
     'flash-attn-2.8.3-cu130torch2.14-cp312-linux_x86_64'
     """
     name, version, _, tags = parse_wheel_filename(filename)
+    return build_id(name, version, tags)
+
+
+def build_id(name: str, version: Version, tags: frozenset[Tag]) -> str:
+    """build_id_from_wheel for an already parsed file name."""
     tag = min(tags, key=str)
     py = f"{tag.interpreter}-abi3" if tag.abi == "abi3" else tag.interpreter
     label = version.local or "none"
