@@ -1,5 +1,5 @@
 """`wheelfarm publish`: upload wheels, their PEP 658 `.metadata` and build records to GitHub
-Releases, one release per package version, never overwriting (docs/adr/0006-immutable-publish.md).
+Releases, one release per package version, never overwriting (docs/adr/0007-immutable-publish.md).
 
 Same name + same sha256: skipped. Same name + another sha256: refused. A release holds at most
 1000 assets, so a version that outgrows it continues in `<tag>-2`, `<tag>-3`, ...
