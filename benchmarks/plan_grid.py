@@ -15,8 +15,11 @@ from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import MATRIX_DIR, load_matrix
 from wheelfarm.matrix.plan import Filters, github_outputs, make_plan
 
-ABIS = ["{kind: cpython}"] * 38 + ["{kind: abi3}"] * 3 + [
-    "{kind: torch-stable, min_torch: '2.10'}", "{kind: torch-free}", "{kind: torch-free}"]
+ABIS = (
+    ["{kind: cpython}"] * 38
+    + ["{kind: abi3}"] * 3
+    + ["{kind: torch-stable, min_torch: '2.10'}", "{kind: torch-free}", "{kind: torch-free}"]
+)
 
 
 def synthetic(root: Path) -> Path:
@@ -26,9 +29,14 @@ def synthetic(root: Path) -> Path:
     for i, abi in enumerate(ABIS):
         (root / "packages" / f"pkg-{i:02d}.yaml").write_text(
             f"name: pkg-{i:02d}\nversions:\n"
-            + "".join(f'  - version: "1.{v}.0"\n    source: {{sdist: pkg-{i:02d}, sha256: "{"a" * 64}"}}\n'
-                      for v in range(2))
-            + f"abi: {abi}\narch: {{via: torch}}\nimport: [pkg_{i:02d}]\nbuild_minutes_per_arch: 8\n")
+            + "".join(
+                f'  - version: "1.{v}.0"\n'
+                f'    source: {{sdist: pkg-{i:02d}, sha256: "{"a" * 64}"}}\n'
+                for v in range(2)
+            )
+            + f"abi: {abi}\narch: {{via: torch}}\nimport: [pkg_{i:02d}]\n"
+            + "build_minutes_per_arch: 8\n"
+        )
     return root
 
 
@@ -44,10 +52,14 @@ def main() -> None:
         github_outputs(plan, matrix)
         done = time.perf_counter()
     print(f"packages: {len(matrix.packages)} (2 versions each)")
-    print(f"cells: {len(expansion.cells)}  builds after ABI collapse: {len(expansion.builds)}  "
-          f"shards: {len(plan.shards)}  runner-hours: {plan.runner_hours:.0f}")
-    print(f"load {loaded - started:.3f}s  expand {expanded - loaded:.3f}s  "
-          f"plan+shard+github {done - expanded:.3f}s  total {done - started:.3f}s (target < 1 s)")
+    print(
+        f"cells: {len(expansion.cells)}  builds after ABI collapse: {len(expansion.builds)}  "
+        f"shards: {len(plan.shards)}  runner-hours: {plan.runner_hours:.0f}"
+    )
+    print(
+        f"load {loaded - started:.3f}s  expand {expanded - loaded:.3f}s  "
+        f"plan+shard+github {done - expanded:.3f}s  total {done - started:.3f}s (target < 1 s)"
+    )
 
 
 if __name__ == "__main__":

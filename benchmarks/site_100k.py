@@ -14,11 +14,15 @@ from pathlib import Path
 from wheelfarm.index.entries import Covered, WheelEntry
 from wheelfarm.index.site import build_site
 
+RELEASES = "https://github.com/o/r/releases/download/t/"
 TORCH = ["2.9", "2.10", "2.11", "2.12", "2.13", "2.14"]
 CUDA = ["cu126", "cu128", "cu130", "cu132"]
 PY = ["3.10", "3.11", "3.12", "3.13", "3.14"]
-PLAT = {"linux_x86_64": "manylinux_2_28_x86_64", "linux_aarch64": "manylinux_2_28_aarch64",
-        "win_amd64": "win_amd64"}
+PLAT = {
+    "linux_x86_64": "manylinux_2_28_x86_64",
+    "linux_aarch64": "manylinux_2_28_aarch64",
+    "win_amd64": "win_amd64",
+}
 
 
 def entries(count: int) -> list[WheelEntry]:
@@ -31,12 +35,20 @@ def entries(count: int) -> list[WheelEntry]:
                 for py in PY:
                     for plat, tag in PLAT.items():
                         cp = "cp" + py.replace(".", "")
-                        name = f"{pkg.replace('-', '_')}-{ver}+{cuda}torch{torch}-{cp}-{cp}-{tag}.whl"
-                        out.append(WheelEntry(
-                            filename=name, url=f"https://github.com/o/r/releases/download/t/{name.replace('+', '%2B')}",
-                            sha256="ab" * 32, size=1000, requires_python=">=3.10",
-                            metadata_sha256="cd" * 32,
-                            covers=(Covered(cuda=cuda, torch=torch, python=py, platform=plat),)))
+                        name = (
+                            f"{pkg.replace('-', '_')}-{ver}+{cuda}torch{torch}-{cp}-{cp}-{tag}.whl"
+                        )
+                        out.append(
+                            WheelEntry(
+                                filename=name,
+                                url=RELEASES + name.replace("+", "%2B"),
+                                sha256="ab" * 32,
+                                size=1000,
+                                requires_python=">=3.10",
+                                metadata_sha256="cd" * 32,
+                                covers=(Covered(cuda=cuda, torch=torch, python=py, platform=plat),),
+                            )
+                        )
         i += 1
     return out[:count]
 
@@ -52,8 +64,10 @@ def main() -> None:
         again = build_site(wheels, Path(tmp))
         warm = time.perf_counter() - started
     print(f"{count} wheels -> {first.combos} (cuda, torch) indexes, {len(first.written)} files")
-    print(f"first build {cold:.2f}s (target < 10 s); no-change rerun {warm:.2f}s, "
-          f"{len(again.written)} files rewritten; rerun/first = {warm / cold:.2f}")
+    print(
+        f"first build {cold:.2f}s (target < 10 s); no-change rerun {warm:.2f}s, "
+        f"{len(again.written)} files rewritten; rerun/first = {warm / cold:.2f}"
+    )
 
 
 if __name__ == "__main__":

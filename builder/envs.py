@@ -29,8 +29,9 @@ def venv_python(venv: Path) -> Path:
 
 
 def site_packages(python: Path) -> Path:
-    out = call([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-               capture=True)
+    out = call(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture=True
+    )
     return Path(out.strip())
 
 
@@ -47,11 +48,13 @@ class TorchEnv:
         return venv_python(self.path)
 
 
-def torch_env(cache: Path, *, python: str, torch: str, cuda: str, index: str,
-              log: Path) -> TorchEnv:
+def torch_env(
+    cache: Path, *, python: str, torch: str, cuda: str, index: str, log: Path
+) -> TorchEnv:
     """Make (once) or reuse the venv with torch==`torch` for `cuda`; check what pip installed."""
-    version = call([python, "-c", "import sys; print('%d%d' % sys.version_info[:2])"],
-                   capture=True).strip()
+    version = call(
+        [python, "-c", "import sys; print('%d%d' % sys.version_info[:2])"], capture=True
+    ).strip()
     path = cache / "envs" / f"torch{torch}-{cuda}-cp{version}"
     if (path / ".complete").is_file():
         return TorchEnv(path, torch, cuda)
@@ -59,16 +62,41 @@ def torch_env(cache: Path, *, python: str, torch: str, cuda: str, index: str,
     shutil.rmtree(partial, ignore_errors=True)
     call([python, "-m", "venv", partial], log=log)
     source = [] if index == PIP_INDEX else ["--index-url", index]
-    call([venv_python(partial), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-          f"torch=={torch}", "setuptools>=69", "wheel", "ninja", "numpy", *source], log=log)
-    report = json.loads(call([venv_python(partial), "-c",
-                              "import json, torch; print(json.dumps([torch.__version__, "
-                              "torch.version.cuda]))"], capture=True, log=None).strip())
+    call(
+        [
+            venv_python(partial),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            f"torch=={torch}",
+            "setuptools>=69",
+            "wheel",
+            "ninja",
+            "numpy",
+            *source,
+        ],
+        log=log,
+    )
+    report = json.loads(
+        call(
+            [
+                venv_python(partial),
+                "-c",
+                "import json, torch; print(json.dumps([torch.__version__, torch.version.cuda]))",
+            ],
+            capture=True,
+            log=None,
+        ).strip()
+    )
     want = f"{cuda[2:-1]}.{cuda[-1]}"
     if report[1] is None or report[1] != want:
         shutil.rmtree(partial, ignore_errors=True)
-        msg = (f"the torch index {index!r} gave torch {report[0]} (CUDA {report[1]}), but the "
-               f"target needs CUDA {want}: pass --torch-index with a {cuda} index")
+        msg = (
+            f"the torch index {index!r} gave torch {report[0]} (CUDA {report[1]}), but the "
+            f"target needs CUDA {want}: pass --torch-index with a {cuda} index"
+        )
         raise ToolchainError(msg)
     (partial / ".complete").write_text(json.dumps({"torch": report[0], "cuda": report[1]}))
     if path.exists():  # another process won the race: use theirs

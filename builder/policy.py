@@ -7,7 +7,6 @@ from fnmatch import fnmatchcase
 from functools import cache
 
 import yaml
-
 from wheelfarm.matrix.load import MATRIX_DIR
 
 

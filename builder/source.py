@@ -8,15 +8,15 @@ import tarfile
 import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urljoin, urldefrag
+from urllib.parse import urldefrag, urljoin
 
 import requests
 from packaging.utils import canonicalize_name, parse_sdist_filename
+from wheelfarm.matrix.load import MATRIX_DIR
+from wheelfarm.matrix.model import PackageVersion
 
 from wheelfarm.cmd import call
 from wheelfarm.errors import BuildError
-from wheelfarm.matrix.load import MATRIX_DIR
-from wheelfarm.matrix.model import PackageVersion
 from wheelfarm.net import download, request
 
 DEFAULT_SDIST_INDEX = "https://pypi.org/simple/"
@@ -67,7 +67,7 @@ def _extract(archive: Path, dest: Path) -> Path:
                 if member.startswith("/") or ".." in Path(member).parts:
                     msg = f"{archive.name}: unsafe path {member!r} in archive"
                     raise BuildError(msg)
-            zf.extractall(dest)
+            zf.extractall(dest)  # noqa: S202 - members checked above
     else:
         with tarfile.open(archive) as tf:
             if hasattr(tarfile, "data_filter"):
@@ -82,8 +82,9 @@ def _extract(archive: Path, dest: Path) -> Path:
     return tops[0] if len(tops) == 1 else dest
 
 
-def fetch(package: str, source: PackageVersion, work: Path, *, cache: Path, sdist_index: str,
-          log: Path) -> Path:
+def fetch(
+    package: str, source: PackageVersion, work: Path, *, cache: Path, sdist_index: str, log: Path
+) -> Path:
     """Materialise the source tree under `work/src` and apply patches; return its root."""
     src_root = work / "src"
     shutil.rmtree(src_root, ignore_errors=True)
@@ -102,13 +103,19 @@ def fetch(package: str, source: PackageVersion, work: Path, *, cache: Path, sdis
         if not origin.is_dir():
             msg = f"{package}: source path {s.path!r} is not a folder of this repository"
             raise BuildError(msg)
-        shutil.copytree(origin, src_root, ignore=shutil.ignore_patterns(
-            "build", "dist", "*.egg-info", "__pycache__", "*.so"))
+        shutil.copytree(
+            origin,
+            src_root,
+            ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__", "*.so"),
+        )
         tree = src_root
     else:  # the schema makes this unreachable; keep the message for hand-made Source objects
         msg = f"{package}: source has neither sdist+sha256, git+commit nor path"
         raise BuildError(msg)
     for patch in source.patches:
-        call(["patch", "-p1", "--forward", "--batch", "-i", MATRIX_DIR / "patches" / patch],
-             cwd=tree, log=log)
+        call(
+            ["patch", "-p1", "--forward", "--batch", "-i", MATRIX_DIR / "patches" / patch],
+            cwd=tree,
+            log=log,
+        )
     return tree

@@ -9,10 +9,10 @@ import sys
 from dataclasses import dataclass
 
 from packaging.version import Version
-
-from wheelfarm.errors import PlanError
 from wheelfarm.matrix.expand import Build, expand
 from wheelfarm.matrix.model import Matrix, Package, PackageVersion
+
+from wheelfarm.errors import PlanError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,9 +41,13 @@ def host_platform_name() -> str:
 def _target(matrix: Matrix, build: Build) -> Target:
     package = matrix.package(build.package)
     source = next(v for v in package.versions if str(v.version) == build.version)
-    return Target(build=build, package=package, source=source,
-                  torch_index=matrix.torch_index(build.cuda),
-                  wheel_platform=matrix.farm.platforms[build.platform].wheel_platform)
+    return Target(
+        build=build,
+        package=package,
+        source=source,
+        torch_index=matrix.torch_index(build.cuda),
+        wheel_platform=matrix.farm.platforms[build.platform].wheel_platform,
+    )
 
 
 def resolve(matrix: Matrix, build_id: str) -> Target:
@@ -51,26 +55,34 @@ def resolve(matrix: Matrix, build_id: str) -> Target:
     builds = {b.id: b for b in expand(matrix).builds}
     if build_id not in builds:
         hint = difflib.get_close_matches(build_id, list(builds), n=1, cutoff=0.8)
-        tip = f"; did you mean {hint[0]!r}?" if hint else "; `wheelfarm plan --format json` lists them"
+        tip = (
+            f"; did you mean {hint[0]!r}?"
+            if hint
+            else "; `wheelfarm plan --format json` lists them"
+        )
         msg = f"{build_id!r} is not a build of this matrix{tip}"
         raise PlanError(msg)
     return _target(matrix, builds[build_id])
 
 
-def select(matrix: Matrix, *, package: str, cuda: str, python: str, platform: str,
-           torch: str | None = None) -> Target:
+def select(
+    matrix: Matrix, *, package: str, cuda: str, python: str, platform: str, torch: str | None = None
+) -> Target:
     """The build serving (package, cuda, python, platform[, torch]); newest torch when unset."""
     wanted = matrix.package(package).name
     best: Build | None = None
     for b in expand(matrix).builds:
         for c in b.covers:
             if (c.package, c.cuda, c.python, c.platform) == (wanted, cuda, python, platform) and (
-                    torch is None or c.torch == torch):
+                torch is None or c.torch == torch
+            ):
                 key = Version(c.torch)
                 if best is None or key > max(Version(x.torch) for x in best.covers):
                     best = b
     if best is None:
-        msg = (f"no build of {package!r} serves {cuda} / torch {torch or 'any'} / Python {python} "
-               f"/ {platform}; `wheelfarm plan --package {package} --explain CELL` says why")
+        msg = (
+            f"no build of {package!r} serves {cuda} / torch {torch or 'any'} / Python {python} "
+            f"/ {platform}; `wheelfarm plan --package {package} --explain CELL` says why"
+        )
         raise PlanError(msg)
     return _target(matrix, best)

@@ -11,17 +11,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import Version
+from wheelfarm.matrix.model import cuda_version
 
 from wheelfarm.cmd import call
 from wheelfarm.errors import ToolchainError
-from wheelfarm.matrix.model import cuda_version
 
 _NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 # CUDA 12.x refuses gcc newer than 13 (torch caps g++ likewise); CUDA 13 accepts up to 15.
 _MAX_GCC = {12: 13, 13: 15}
 # NVIDIA's CUDA 13 PyPI wheels that together form a working nvcc (CUDA 12 wheels carry no nvcc).
-PYPI_TOOLKIT = ("nvidia-cuda-nvcc", "nvidia-cuda-cccl", "nvidia-cuda-runtime", "nvidia-cuda-crt",
-                "nvidia-nvvm")
+PYPI_TOOLKIT = (
+    "nvidia-cuda-nvcc",
+    "nvidia-cuda-cccl",
+    "nvidia-cuda-runtime",
+    "nvidia-cuda-crt",
+    "nvidia-nvvm",
+)
 
 
 @dataclass(frozen=True)
@@ -76,8 +81,10 @@ def check_compiler(cuda: Version, env: dict[str, str]) -> str:
     ver = re.search(r"(\d+)\.\d+\.\d+", first)
     limit = _MAX_GCC.get(cuda.major)
     if match and ver and limit is not None and int(ver.group(1)) > limit:
-        msg = (f"{first!r}: CUDA {cuda.major}.x accepts gcc <= {limit}; set CXX/CC to an older "
-               f"gcc (e.g. gcc-toolset-{limit} in manylinux)")
+        msg = (
+            f"{first!r}: CUDA {cuda.major}.x accepts gcc <= {limit}; set CXX/CC to an older "
+            f"gcc (e.g. gcc-toolset-{limit} in manylinux)"
+        )
         raise ToolchainError(msg)
     return first
 
@@ -86,12 +93,25 @@ def assemble_from_pypi(cuda: str, dest: Path, log: Path) -> Path:
     """Install NVIDIA's CUDA 13 toolkit wheels into `dest`; return the CUDA_HOME they form."""
     version = cuda_version(cuda)
     if version.major < 13:  # noqa: PLR2004
-        msg = (f"no CUDA toolkit found and {cuda} cannot be assembled from PyPI (CUDA 12 wheels "
-               f"carry no nvcc); install it (scripts/install-cuda-linux.sh) or set CUDA_HOME")
+        msg = (
+            f"no CUDA toolkit found and {cuda} cannot be assembled from PyPI (CUDA 12 wheels "
+            f"carry no nvcc); install it (scripts/install-cuda-linux.sh) or set CUDA_HOME"
+        )
         raise ToolchainError(msg)
     spec = f"=={version.major}.{version.minor}.*"
-    call([sys.executable, "-m", "pip", "install", "--quiet", "--target", dest,
-          *(f"{name}{spec}" for name in PYPI_TOOLKIT)], log=log)
+    call(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--target",
+            dest,
+            *(f"{name}{spec}" for name in PYPI_TOOLKIT),
+        ],
+        log=log,
+    )
     home = dest / "nvidia" / f"cu{version.major}"
     lib64 = home / "lib64"
     if not lib64.exists():
@@ -99,8 +119,9 @@ def assemble_from_pypi(cuda: str, dest: Path, log: Path) -> Path:
     return home
 
 
-def detect(cuda: str, env: dict[str, str], *, work: Path, log: Path,
-           allow_pypi: bool = True) -> Toolchain:
+def detect(
+    cuda: str, env: dict[str, str], *, work: Path, log: Path, allow_pypi: bool = True
+) -> Toolchain:
     """Find the toolkit, check it serves `cuda` (torch refuses another major) and the compiler."""
     home = find_cuda_home(env)
     if home is None:
@@ -112,8 +133,12 @@ def detect(cuda: str, env: dict[str, str], *, work: Path, log: Path,
     version = nvcc_version(call([nvcc, "--version"], env=env, capture=True))
     wanted = cuda_version(cuda)
     if version.major != wanted.major:
-        msg = (f"target needs CUDA {wanted} but {nvcc} is CUDA {version}; torch refuses a "
-               f"different CUDA major: point CUDA_HOME at a {wanted.major}.x toolkit")
+        msg = (
+            f"target needs CUDA {wanted} but {nvcc} is CUDA {version}; torch refuses a "
+            f"different CUDA major: point CUDA_HOME at a {wanted.major}.x toolkit"
+        )
         raise ToolchainError(msg)
-    compiler = check_compiler(version, {**env, "PATH": f"{home / 'bin'}{os.pathsep}{env.get('PATH', '')}"})
+    compiler = check_compiler(
+        version, {**env, "PATH": f"{home / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
+    )
     return Toolchain(home, nvcc, version, compiler)

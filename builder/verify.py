@@ -15,7 +15,6 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
-
 from wheelfarm.builder.binary import BinaryInfo, inspect_binary
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.wheelfile import dist_info, record_hash
@@ -51,7 +50,7 @@ _MANGLED = re.compile(r"^(.+)-[0-9a-f]{8}(\..+)$")
 
 
 def _unmangle(name: str) -> str:
-    """auditwheel renames libfoo.so.1 to libfoo-1a2b3c4d.so.1; undo it for policy matching.
+    """Auditwheel renames libfoo.so.1 to libfoo-1a2b3c4d.so.1; undo it for policy matching.
 
     >>> _unmangle("libc10-1a2b3c4d.so"), _unmangle("libgomp.so.1")
     ('libc10.so', 'libgomp.so.1')
@@ -69,7 +68,9 @@ def _check_name(wheel: Path, want: Expectation, report: Report) -> None:
     if name != canonicalize_name(want.name):
         report.problems.append(f"file name: project {name!r}, expected {want.name!r}")
     if version.public != want.version or version.local != want.label:
-        report.problems.append(f"file name: version {version}, expected {want.version}+{want.label}")
+        report.problems.append(
+            f"file name: version {version}, expected {want.version}+{want.label}"
+        )
     tag = min(tags, key=str)
     py = f"{tag.interpreter}-abi3" if tag.abi == "abi3" else tag.interpreter
     if py != want.python_tag:
@@ -83,11 +84,14 @@ def _check_metadata(wheel: Path, zf: zipfile.ZipFile, report: Report) -> None:
     _, version, _, _ = parse_wheel_filename(wheel.name)
     info = dist_info(zf.namelist())
     meta = zf.read(f"{info}/METADATA").decode("utf-8")
-    fields = dict(line.split(": ", 1) for line in meta.split("\n\n", 1)[0].splitlines()
-                  if ": " in line)
+    fields = dict(
+        line.split(": ", 1) for line in meta.split("\n\n", 1)[0].splitlines() if ": " in line
+    )
     if fields.get("Version") != str(version):
-        report.problems.append(f"METADATA Version {fields.get('Version')!r} != file name "
-                               f"version {str(version)!r} (pip: MetadataInconsistent)")
+        report.problems.append(
+            f"METADATA Version {fields.get('Version')!r} != file name "
+            f"version {str(version)!r} (pip: MetadataInconsistent)"
+        )
     if canonicalize_name(fields.get("Name", "")) != parse_wheel_filename(wheel.name)[0]:
         report.problems.append(f"METADATA Name {fields.get('Name')!r} != file name project")
     if info.removesuffix(".dist-info").rsplit("-", 1)[-1] != str(version):
@@ -103,14 +107,17 @@ def _check_metadata(wheel: Path, zf: zipfile.ZipFile, report: Report) -> None:
             report.problems.append(f"RECORD hash of {entry} is wrong")
 
 
-def _check_binary(entry: str, info: BinaryInfo, want: Expectation, vendored: set[str],
-                  report: Report) -> None:
+def _check_binary(
+    entry: str, info: BinaryInfo, want: Expectation, vendored: set[str], report: Report
+) -> None:
     os_name = "windows" if want.platform == "win_amd64" else "linux"
     policy = library_policy(os_name)
     for lib in info.needed:
         if not (policy.is_system(lib) or policy.is_provided(lib) or lib in vendored):
-            report.problems.append(f"{entry} needs {lib}, which is neither a system library, "
-                                   f"provided by torch, nor vendored in the wheel")
+            report.problems.append(
+                f"{entry} needs {lib}, which is neither a system library, "
+                f"provided by torch, nor vendored in the wheel"
+            )
     if not info.has_device_code:
         return
     report.archs[entry] = {"cubins": sorted(info.cubins), "ptx": sorted(info.ptx)}
@@ -118,11 +125,16 @@ def _check_binary(entry: str, info: BinaryInfo, want: Expectation, vendored: set
     extra = sorted(info.cubins - set(want.archs.cubins))
     missing_ptx = sorted(set(want.archs.ptx) - info.ptx)
     extra_ptx = sorted(info.ptx - set(want.archs.ptx))
-    for what, items in (("missing SASS", missing), ("unexpected SASS", extra),
-                        ("missing PTX", missing_ptx), ("unexpected PTX", extra_ptx)):
+    for what, items in (
+        ("missing SASS", missing),
+        ("unexpected SASS", extra),
+        ("missing PTX", missing_ptx),
+        ("unexpected PTX", extra_ptx),
+    ):
         if items:
-            report.problems.append(f"{entry}: {what} for {', '.join(items)} (policy: "
-                                   f"{want.archs.torch})")
+            report.problems.append(
+                f"{entry}: {what} for {', '.join(items)} (policy: {want.archs.torch})"
+            )
 
 
 def verify_static(wheel: Path, want: Expectation) -> Report:
@@ -134,15 +146,21 @@ def verify_static(wheel: Path, want: Expectation) -> Report:
     with zipfile.ZipFile(wheel) as zf:
         _check_metadata(wheel, zf, report)
         binaries = [n for n in zf.namelist() if _is_binary(n)]
-        vendored = {PurePosixPath(n).name for n in binaries
-                    if PurePosixPath(n).parent.name.endswith(".libs")}
+        vendored = {
+            PurePosixPath(n).name
+            for n in binaries
+            if PurePosixPath(n).parent.name.endswith(".libs")
+        }
         for lib in sorted(vendored):
             if policy.is_provided(_unmangle(lib)):
-                report.problems.append(f"vendors {lib}: torch/CUDA provide it at import; "
-                                       f"vendoring breaks the ABI (exclude it in repair)")
+                report.problems.append(
+                    f"vendors {lib}: torch/CUDA provide it at import; "
+                    f"vendoring breaks the ABI (exclude it in repair)"
+                )
             elif not any(fnmatchcase(lib, p) for p in want.vendor_allow):
-                report.problems.append(f"vendors {lib}, which the package's vendor_allow "
-                                       f"does not list")
+                report.problems.append(
+                    f"vendors {lib}, which the package's vendor_allow does not list"
+                )
         floor = _MANYLINUX.match(wheel.name.rsplit("-", 1)[-1])
         device = 0
         for entry in binaries:
@@ -152,8 +170,10 @@ def verify_static(wheel: Path, want: Expectation) -> Report:
                 continue
             _check_binary(entry, info, want, vendored, report)
             if floor and info.glibc and info.glibc > (int(floor[1]), int(floor[2])):
-                report.problems.append(f"{entry} needs GLIBC_{info.glibc[0]}.{info.glibc[1]}, "
-                                       f"above the {floor[0][:-1]} tag")
+                report.problems.append(
+                    f"{entry} needs GLIBC_{info.glibc[0]}.{info.glibc[1]}, "
+                    f"above the {floor[0][:-1]} tag"
+                )
         if device == 0:
             report.problems.append("no shared object carries CUDA device code (no fatbin)")
     return report

@@ -48,8 +48,11 @@ def read_metadata_bytes(wheel: Path) -> bytes:
 def write_wheel(dest: Path, files: dict[str, bytes], info_dir: str) -> None:
     """Write `files` as a wheel with a fresh RECORD, sorted for reproducible bytes."""
     record_name = f"{info_dir}/RECORD"
-    rows = [(name, record_hash(data), str(len(data)))
-            for name, data in sorted(files.items()) if name != record_name]
+    rows = [
+        (name, record_hash(data), str(len(data)))
+        for name, data in sorted(files.items())
+        if name != record_name
+    ]
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerows([*rows, (record_name, "", "")])
     files = {**files, record_name: buf.getvalue().encode()}
@@ -70,7 +73,9 @@ def relabel(wheel: Path, label: str, out_dir: Path) -> Path:
     if version.local == label:
         return wheel
     if version.local is not None:
-        msg = f"{wheel.name} already has local version {version.local!r}; expected none or {label!r}"
+        msg = (
+            f"{wheel.name} already has local version {version.local!r}; expected none or {label!r}"
+        )
         raise BuildError(msg)
     new_version = Version(f"{version.public}+{label}")
     with zipfile.ZipFile(wheel) as zf:
@@ -83,8 +88,10 @@ def relabel(wheel: Path, label: str, out_dir: Path) -> Path:
         top, _, rest = n.partition("/")
         renamed[f"{new_info}/{rest}" if top == old_info else n] = data
     meta = renamed[f"{new_info}/METADATA"].decode("utf-8")
-    lines = [f"Version: {new_version}" if line.startswith("Version:") else line
-             for line in meta.split("\n")]
+    lines = [
+        f"Version: {new_version}" if line.startswith("Version:") else line
+        for line in meta.split("\n")
+    ]
     renamed[f"{new_info}/METADATA"] = "\n".join(lines).encode("utf-8")
     file_tags = wheel.name.removesuffix(".whl").split("-")[-3:]  # tags kept verbatim
     parts = [wheel.name.split("-", 1)[0], str(new_version).replace("-", "_")]

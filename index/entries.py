@@ -10,7 +10,6 @@ from typing import Any
 from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
-
 from wheelfarm.matrix.model import Matrix, cuda_version
 from wheelfarm.matrix.wheelname import build_id, platform_family
 
@@ -63,22 +62,39 @@ class WheelEntry:
         name, version, tags = self._parsed
         cuda, torch = split_label(version.local or "")
         return {
-            "filename": self.filename, "name": name, "version": str(version),
-            "public_version": version.public, "label": version.local, "cuda": cuda,
-            "torch": torch, "tags": sorted(str(t) for t in tags),
-            "build_id": build_id(name, version, tags), "url": self.url,
-            "sha256": self.sha256, "size": self.size, "requires_python": self.requires_python,
-            "metadata_sha256": self.metadata_sha256, "yanked": self.yanked,
-            "covers": [{"cuda": c.cuda, "torch": c.torch, "python": c.python,
-                        "platform": c.platform} for c in self.covers],
+            "filename": self.filename,
+            "name": name,
+            "version": str(version),
+            "public_version": version.public,
+            "label": version.local,
+            "cuda": cuda,
+            "torch": torch,
+            "tags": sorted(str(t) for t in tags),
+            "build_id": build_id(name, version, tags),
+            "url": self.url,
+            "sha256": self.sha256,
+            "size": self.size,
+            "requires_python": self.requires_python,
+            "metadata_sha256": self.metadata_sha256,
+            "yanked": self.yanked,
+            "covers": [
+                {"cuda": c.cuda, "torch": c.torch, "python": c.python, "platform": c.platform}
+                for c in self.covers
+            ],
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WheelEntry:
-        return cls(filename=data["filename"], url=data["url"], sha256=data["sha256"],
-                   size=data["size"], requires_python=data.get("requires_python"),
-                   metadata_sha256=data.get("metadata_sha256"), yanked=data.get("yanked"),
-                   covers=tuple(Covered(**c) for c in data.get("covers", [])))
+        return cls(
+            filename=data["filename"],
+            url=data["url"],
+            sha256=data["sha256"],
+            size=data["size"],
+            requires_python=data.get("requires_python"),
+            metadata_sha256=data.get("metadata_sha256"),
+            yanked=data.get("yanked"),
+            covers=tuple(Covered(**c) for c in data.get("covers", [])),
+        )
 
 
 def split_label(label: str) -> tuple[str | None, str | None]:
@@ -104,9 +120,14 @@ def covers_from_name(filename: str, matrix: Matrix | None) -> tuple[Covered, ...
     if cuda is None:
         return ()
     stable = (version.local or "").endswith(".stable")
-    releases = [r for r in (matrix.releases if matrix else ()) if platform in r.builds.get(cuda, ())]
-    torches = [r.minor for r in releases if (
-        torch is None or r.minor == torch or (stable and Version(r.minor) >= Version(torch)))]
+    releases = [
+        r for r in (matrix.releases if matrix else ()) if platform in r.builds.get(cuda, ())
+    ]
+    torches = [
+        r.minor
+        for r in releases
+        if (torch is None or r.minor == torch or (stable and Version(r.minor) >= Version(torch)))
+    ]
     if not torches and torch is not None:
         torches = [torch]
     out = []

@@ -11,15 +11,21 @@ from pathlib import Path
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                      ".whl": "application/octet-stream", ".metadata": "text/plain",
-                      ".json": "application/json", ".svg": "image/svg+xml"}
+    extensions_map = {  # noqa: RUF012 - the stdlib's own instance attribute, widened
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".whl": "application/octet-stream",
+        ".metadata": "text/plain",
+        ".json": "application/json",
+        ".svg": "image/svg+xml",
+    }
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
         """Quiet by default: pip and uv fetch many pages."""
 
 
-def make_server(root: Path, host: str = "127.0.0.1", port: int = 0) -> http.server.ThreadingHTTPServer:
+def make_server(
+    root: Path, host: str = "127.0.0.1", port: int = 0
+) -> http.server.ThreadingHTTPServer:
     handler = functools.partial(_Handler, directory=str(root))
     return http.server.ThreadingHTTPServer((host, port), handler)
 

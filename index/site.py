@@ -12,16 +12,17 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
+from wheelfarm.index.entries import WheelEntry, check_name, cuda_sort_key
+from wheelfarm.index.sources import FILES_DIR, LocalFile
 
 from wheelfarm import __version__
 from wheelfarm.errors import SiteError
-from wheelfarm.index.entries import WheelEntry, check_name, cuda_sort_key
-from wheelfarm.index.sources import FILES_DIR, LocalFile
 
 MANIFEST = "packages.json"
 STAMP = ".wheelfarm-site"  # digest of the input the site on disk was rendered from
 TEMPLATES = Path(__file__).parent / "templates"
 MANIFEST_VERSION = 1
+SHOWN = 5  # lost wheels named in the refusal
 
 
 @dataclass
@@ -33,8 +34,11 @@ class SiteResult:
 
 
 def _jinja() -> Environment:
-    return Environment(loader=PackageLoader("wheelfarm.index", "templates"),
-                       autoescape=select_autoescape(default=True), keep_trailing_newline=True)
+    return Environment(
+        loader=PackageLoader("wheelfarm.index", "templates"),
+        autoescape=select_autoescape(default=True),
+        keep_trailing_newline=True,
+    )
 
 
 def anchor(e: WheelEntry, href: str) -> Markup:
@@ -62,7 +66,10 @@ def read_manifest(out: Path) -> dict[str, WheelEntry]:
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("version") != MANIFEST_VERSION:
-        msg = f"{path}: manifest version {data.get('version')!r}, this wheelfarm reads {MANIFEST_VERSION}"
+        msg = (
+            f"{path}: manifest version {data.get('version')!r}, this wheelfarm reads "
+            f"{MANIFEST_VERSION}"
+        )
         raise SiteError(msg)
     return {w["filename"]: WheelEntry.from_json(w) for w in data["wheels"]}
 
@@ -105,8 +112,12 @@ class _Writer:
 
     def prune(self) -> None:
         """Remove generated files no longer produced (old combos, wheels allowed to go)."""
-        for top in [p for p in self.out.iterdir() if p.is_dir() and (
-                p.name == FILES_DIR or (p.name.startswith("cu") and p.name[2:].isdigit()))]:
+        for top in [
+            p
+            for p in self.out.iterdir()
+            if p.is_dir()
+            and (p.name == FILES_DIR or (p.name.startswith("cu") and p.name[2:].isdigit()))
+        ]:
             for path in sorted(top.rglob("*"), reverse=True):
                 if path.is_file() and path not in self.produced:
                     path.unlink()
@@ -115,57 +126,85 @@ class _Writer:
                     path.rmdir()
 
 
-def build_site(entries: list[WheelEntry], out: Path, *, files: list[LocalFile] | None = None,
-               extra: dict[str, bytes] | None = None, allow_removal: bool = False,
-               title: str = "wheelfarm") -> SiteResult:
-    """Write the site for `entries` into `out`; `extra` adds root files (coverage.svg)."""
-    out.mkdir(parents=True, exist_ok=True)
-    previous = read_manifest(out)
-    current = {e.filename: e for e in entries}
-    lost = sorted(set(previous) - set(current))
+def _check_nothing_lost(out: Path, entries: list[WheelEntry], *, allow_removal: bool) -> None:
+    lost = sorted(set(read_manifest(out)) - {e.filename for e in entries})
     if lost and not allow_removal:
-        shown = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
-        msg = (f"the new site would drop {len(lost)} published wheel(s): {shown}; yank them in "
-               f"the package YAML instead, or pass --allow-removal")
+        shown = ", ".join(lost[:SHOWN]) + (
+            f" and {len(lost) - SHOWN} more" if len(lost) > SHOWN else ""
+        )
+        msg = (
+            f"the new site would drop {len(lost)} published wheel(s): {shown}; yank them in "
+            f"the package YAML instead, or pass --allow-removal"
+        )
         raise SiteError(msg)
-    result = SiteResult()
-    ordered = sorted(entries, key=lambda e: (e.name, e.version, e.filename))
-    manifest = {"version": MANIFEST_VERSION, "generator": f"wheelfarm {__version__}",
-                "wheels": [e.to_json() for e in ordered]}
-    manifest_bytes = (json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n").encode()
-    stamp = _stamp(manifest_bytes, title, extra, files)
-    result.combos = len({combo for e in entries for combo in e.combos})
-    if (out / STAMP).is_file() and (out / STAMP).read_text() == stamp:
-        return result  # same input as the site on disk: nothing to render or write
-    writer = _Writer(out, result)
-    jinja = _jinja()
+
+
+class _Links:
+    """Each wheel's anchor, rendered once per href depth (a local site links ../../../files)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, int], Markup] = {}
+
+    def __call__(self, items: list[WheelEntry], depth: int) -> list[Markup]:
+        out = []
+        for e in items:
+            key = (e.filename, depth if "://" not in e.url else 0)
+            if key not in self._cache:
+                self._cache[key] = anchor(e, _href(e, depth))
+            out.append(self._cache[key])
+        return out
+
+
+def _write_indexes(writer: _Writer, jinja: Environment, ordered: list[WheelEntry]) -> None:
+    """cu{CCC}/torch{M.m}/index.html and .../{name}/index.html, plus the flat wheels.html."""
     project_t, root_t = jinja.get_template("project.html"), jinja.get_template("root.html")
     combos: dict[tuple[str, str], dict[str, list[WheelEntry]]] = {}
     for e in ordered:
         name = check_name(e.name)
         for combo in e.combos:
             combos.setdefault(combo, {}).setdefault(name, []).append(e)
-
-    anchors: dict[tuple[str, int], Markup] = {}
-
-    def rows(items: list[WheelEntry], depth: int) -> list[Markup]:
-        out = []
-        for e in items:
-            key = (e.filename, depth if "://" not in e.url else 0)
-            if key not in anchors:
-                anchors[key] = anchor(e, _href(e, depth))
-            out.append(anchors[key])
-        return out
-
-    for (cuda, torch), projects in sorted(combos.items(), key=lambda kv: (
-            cuda_sort_key(kv[0][0]), kv[0][1])):
+    links = _Links()
+    for (cuda, torch), projects in sorted(
+        combos.items(), key=lambda kv: (cuda_sort_key(kv[0][0]), kv[0][1])
+    ):
         base = f"{cuda}/torch{torch}"
-        writer.put(f"{base}/index.html", root_t.render(
-            title=f"wheelfarm {cuda} torch{torch}", names=sorted(projects)).encode())
-        for name, items in sorted(projects.items()):
-            writer.put(f"{base}/{name}/index.html",
-                       project_t.render(name=name, anchors=rows(items, 3)).encode())
-    writer.put("wheels.html", project_t.render(name="every wheel", anchors=rows(ordered, 0)).encode())
+        writer.put(
+            f"{base}/index.html",
+            root_t.render(title=f"wheelfarm {cuda} torch{torch}", names=sorted(projects)).encode(),
+        )
+        for project, items in sorted(projects.items()):
+            page = project_t.render(name=project, anchors=links(items, 3))
+            writer.put(f"{base}/{project}/index.html", page.encode())
+    flat = project_t.render(name="every wheel", anchors=links(ordered, 0))
+    writer.put("wheels.html", flat.encode())
+
+
+def build_site(
+    entries: list[WheelEntry],
+    out: Path,
+    *,
+    files: list[LocalFile] | None = None,
+    extra: dict[str, bytes] | None = None,
+    allow_removal: bool = False,
+    title: str = "wheelfarm",
+) -> SiteResult:
+    """Write the site for `entries` into `out`; `extra` adds root files (coverage.svg)."""
+    out.mkdir(parents=True, exist_ok=True)
+    _check_nothing_lost(out, entries, allow_removal=allow_removal)
+    result = SiteResult(combos=len({combo for e in entries for combo in e.combos}))
+    ordered = sorted(entries, key=lambda e: (e.name, e.version, e.filename))
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "generator": f"wheelfarm {__version__}",
+        "wheels": [e.to_json() for e in ordered],
+    }
+    manifest_bytes = (json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    stamp = _stamp(manifest_bytes, title, extra, files)
+    if (out / STAMP).is_file() and (out / STAMP).read_text() == stamp:
+        return result  # same input as the site on disk: nothing to render or write
+    writer = _Writer(out, result)
+    jinja = _jinja()
+    _write_indexes(writer, jinja, ordered)
     for f in files or []:
         writer.put(f"{FILES_DIR}/{f.name}", data=f.data, source=f.source)
     writer.put(MANIFEST, manifest_bytes)
@@ -178,8 +217,9 @@ def build_site(entries: list[WheelEntry], out: Path, *, files: list[LocalFile] |
     return result
 
 
-def _stamp(manifest: bytes, title: str, extra: dict[str, bytes] | None,
-           files: list[LocalFile] | None) -> str:
+def _stamp(
+    manifest: bytes, title: str, extra: dict[str, bytes] | None, files: list[LocalFile] | None
+) -> str:
     """Digest of everything the site is rendered from (input, templates, extras, file list)."""
     digest = hashlib.sha256(manifest + title.encode())
     for template in sorted(TEMPLATES.glob("*.html")):

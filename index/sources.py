@@ -14,20 +14,24 @@ from typing import Any
 from urllib.parse import quote
 
 import requests
-
 from wheelfarm.builder.wheelfile import metadata, read_metadata_bytes
-from wheelfarm.errors import SiteError
 from wheelfarm.index.entries import Covered, WheelEntry, covers_from_name
 from wheelfarm.matrix.model import Matrix
-from wheelfarm.net import request, sha256_file
+
+from wheelfarm.errors import SiteError
+from wheelfarm.net import parse_sha256sums, request, sha256_file
 
 FILES_DIR = "files"  # where a local site keeps its wheels, relative to the site root
 
 
-def _covers(record: dict[str, Any] | None, filename: str, matrix: Matrix | None) -> tuple[Covered, ...]:
+def _covers(
+    record: dict[str, Any] | None, filename: str, matrix: Matrix | None
+) -> tuple[Covered, ...]:
     if record and record.get("target", {}).get("covers"):
-        return tuple(Covered(cuda=c["cuda"], torch=c["torch"], python=c["python"],
-                             platform=c["platform"]) for c in record["target"]["covers"])
+        return tuple(
+            Covered(cuda=c["cuda"], torch=c["torch"], python=c["python"], platform=c["platform"])
+            for c in record["target"]["covers"]
+        )
     return covers_from_name(filename, matrix)
 
 
@@ -47,8 +51,9 @@ class LocalFile:
     data: bytes | None = None
 
 
-def from_wheelhouse(folder: Path, matrix: Matrix | None,
-                    yanked: dict[tuple[str, str], str]) -> tuple[list[WheelEntry], list[LocalFile]]:
+def from_wheelhouse(
+    folder: Path, matrix: Matrix | None, yanked: dict[tuple[str, str], str]
+) -> tuple[list[WheelEntry], list[LocalFile]]:
     """Entries for every wheel in `folder` (with their build records), plus files to copy."""
     if not folder.is_dir():
         msg = f"wheelhouse {str(folder)!r} is not a folder"
@@ -59,14 +64,20 @@ def from_wheelhouse(folder: Path, matrix: Matrix | None,
         record = json.loads(record_path.read_text()) if record_path.is_file() else None
         meta = read_metadata_bytes(wheel)
         entry = WheelEntry(
-            filename=wheel.name, url=f"{FILES_DIR}/{quote(wheel.name)}",
-            sha256=sha256_file(wheel), size=wheel.stat().st_size,
+            filename=wheel.name,
+            url=f"{FILES_DIR}/{quote(wheel.name)}",
+            sha256=sha256_file(wheel),
+            size=wheel.stat().st_size,
             requires_python=metadata(wheel).get("Requires-Python"),
             metadata_sha256=hashlib.sha256(meta).hexdigest(),
-            covers=_covers(record, wheel.name, matrix))
+            covers=_covers(record, wheel.name, matrix),
+        )
         entry = _with_yank(entry, yanked)
         entries.append(entry)
-        files += [LocalFile(wheel.name, source=wheel), LocalFile(f"{wheel.name}.metadata", data=meta)]
+        files += [
+            LocalFile(wheel.name, source=wheel),
+            LocalFile(f"{wheel.name}.metadata", data=meta),
+        ]
     return entries, files
 
 
@@ -113,15 +124,22 @@ class GitHubReleases:
         yield from self._pages(f"{self.api}/repos/{self.repo}/releases?per_page=100")
 
     def assets(self, release: dict[str, Any]) -> list[dict[str, Any]]:
-        return list(self._pages(f"{self.api}/repos/{self.repo}/releases/{release['id']}"
-                                f"/assets?per_page=100"))
+        return list(
+            self._pages(
+                f"{self.api}/repos/{self.repo}/releases/{release['id']}/assets?per_page=100"
+            )
+        )
 
     def download_text(self, asset: dict[str, Any]) -> bytes:
         """A small asset (SHA256SUMS, .metadata, .build.json) through the API's asset URL."""
         return self._get(asset["url"], accept="application/octet-stream").content
 
-    def entries(self, matrix: Matrix | None, yanked: dict[tuple[str, str], str],
-                previous: dict[str, WheelEntry] | None = None) -> list[WheelEntry]:
+    def entries(
+        self,
+        matrix: Matrix | None,
+        yanked: dict[tuple[str, str], str],
+        previous: dict[str, WheelEntry] | None = None,
+    ) -> list[WheelEntry]:
         """Every wheel asset of every release; reuse `previous` entries whose asset is unchanged."""
         previous = previous or {}
         out = []
@@ -150,27 +168,37 @@ class GitHubReleases:
                         sums = self._sums(by_name)
                     sha = sums.get(name)
                 if sha is None:
-                    msg = (f"{name} in release {release.get('tag_name')!r} has no digest, no build "
-                           f"record and no SHA256SUMS line; republish it with `wheelfarm publish`")
+                    msg = (
+                        f"{name} in release {release.get('tag_name')!r} has no digest, no build "
+                        f"record and no SHA256SUMS line; republish it with `wheelfarm publish`"
+                    )
                     raise SiteError(msg)
                 meta_asset = by_name.get(f"{name}.metadata")
                 meta = self.download_text(meta_asset) if meta_asset else None
-                out.append(_with_yank(WheelEntry(
-                    filename=name, url=url, sha256=sha, size=asset["size"],
-                    requires_python=_requires_python(meta) if meta else None,
-                    metadata_sha256=hashlib.sha256(meta).hexdigest() if meta else None,
-                    covers=_covers(record, name, matrix)), yanked))
+                out.append(
+                    _with_yank(
+                        WheelEntry(
+                            filename=name,
+                            url=url,
+                            sha256=sha,
+                            size=asset["size"],
+                            requires_python=_requires_python(meta) if meta else None,
+                            metadata_sha256=hashlib.sha256(meta).hexdigest() if meta else None,
+                            covers=_covers(record, name, matrix),
+                        ),
+                        yanked,
+                    )
+                )
         return out
 
     def _sums(self, by_name: dict[str, dict[str, Any]]) -> dict[str, str]:
         if "SHA256SUMS" not in by_name:
             return {}
-        text = self.download_text(by_name["SHA256SUMS"]).decode()
-        return {parts[1].lstrip("*"): parts[0] for line in text.splitlines()
-                if len(parts := line.split()) == 2}  # noqa: PLR2004
+        return parse_sha256sums(self.download_text(by_name["SHA256SUMS"]).decode())
 
 
 def yanked_versions(matrix: Matrix) -> dict[tuple[str, str], str]:
     """(normalized name, public version) -> reason, from `yanked:` in the package YAML."""
-    return {(p.name, str(v.version)): v.yanked for p in matrix.packages for v in p.versions
-            if v.yanked}
+    return {
+        (p.name, str(v.version)): v.yanked for p in matrix.packages for v in p.versions if v.yanked
+    }

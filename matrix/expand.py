@@ -9,7 +9,6 @@ from fnmatch import fnmatchcase
 from functools import cache
 
 from packaging.version import Version
-
 from wheelfarm.matrix.model import (
     AbiKind,
     ArchList,
@@ -36,8 +35,10 @@ class Cell:
     @property
     def id(self) -> str:
         """Stable identifier, e.g. 'flash-attn-2.8.3-cu130-torch2.14-cp312-linux_x86_64'."""
-        return (f"{self.package}-{self.version}-{self.cuda}-torch{self.torch}-"
-                f"cp{self.python.replace('.', '')}-{self.platform}")
+        return (
+            f"{self.package}-{self.version}-{self.cuda}-torch{self.torch}-"
+            f"cp{self.python.replace('.', '')}-{self.platform}"
+        )
 
 
 def local_label(abi: AbiKind, cuda: str, torch: str | None) -> str:
@@ -101,10 +102,16 @@ class Excluded:
     rule: str
 
 
-def _matches(ex: Exclusion, pv: PackageVersion, release: TorchRelease, cuda: str, python: str,
-             platform: str) -> bool:
-    pairs = ((ex.version, str(pv.version)), (ex.torch, release.minor), (ex.cuda, cuda),
-             (ex.python, python), (ex.platform, platform))
+def _matches(
+    ex: Exclusion, pv: PackageVersion, release: TorchRelease, cuda: str, python: str, platform: str
+) -> bool:
+    pairs = (
+        (ex.version, str(pv.version)),
+        (ex.torch, release.minor),
+        (ex.cuda, cuda),
+        (ex.python, python),
+        (ex.platform, platform),
+    )
     return all(want is None or fnmatchcase(have, want) for want, have in pairs)
 
 
@@ -115,21 +122,35 @@ def _rule_finder(pkg: Package) -> Callable[[TorchRelease, str, str, str], str | 
 
     @cache
     def torch_rule(minor: str) -> str | None:
-        return None if Version(minor) in pkg.torch_spec else f"{where}: constraints.torch {pkg.torch_spec}"
+        return (
+            None
+            if Version(minor) in pkg.torch_spec
+            else f"{where}: constraints.torch {pkg.torch_spec}"
+        )
 
     @cache
     def python_rule(python: str) -> str | None:
-        return None if Version(python) in pkg.python_spec else f"{where}: constraints.python {pkg.python_spec}"
+        return (
+            None
+            if Version(python) in pkg.python_spec
+            else f"{where}: constraints.python {pkg.python_spec}"
+        )
 
     @cache
     def cuda_rule(cuda: str) -> str | None:
-        return None if cuda_version(cuda) in pkg.cuda_spec else f"{where}: constraints.cuda {pkg.cuda_spec}"
+        return (
+            None
+            if cuda_version(cuda) in pkg.cuda_spec
+            else f"{where}: constraints.cuda {pkg.cuda_spec}"
+        )
 
     def find(release: TorchRelease, cuda: str, python: str, platform: str) -> str | None:
-        platform_rule = (None if platform in pkg.platforms
-                         else f"{where}: constraints.platforms {list(pkg.platforms)}")
-        return (torch_rule(release.minor) or python_rule(python) or cuda_rule(cuda)
-                or platform_rule)
+        platform_rule = (
+            None
+            if platform in pkg.platforms
+            else f"{where}: constraints.platforms {list(pkg.platforms)}"
+        )
+        return torch_rule(release.minor) or python_rule(python) or cuda_rule(cuda) or platform_rule
 
     return find
 
@@ -144,15 +165,24 @@ def cells(matrix: Matrix, package: Package) -> Iterator[Cell | Excluded]:
             for cuda, plats in release.builds.items():
                 for platform in plats:
                     for python in pythons:
-                        cell = Cell(package=package.name, version=version,
-                                    torch=release.minor, cuda=cuda, python=python,
-                                    platform=platform)
+                        cell = Cell(
+                            package=package.name,
+                            version=version,
+                            torch=release.minor,
+                            cuda=cuda,
+                            python=python,
+                            platform=platform,
+                        )
                         rule = rule_for(release, cuda, python, platform)
                         if rule is None and package.exclusions:
-                            rule = next((f"{package.file.name}:{ex.line}: exclude ({ex.reason})"
-                                         for ex in package.exclusions
-                                         if _matches(ex, pv, release, cuda, python, platform)),
-                                        None)
+                            rule = next(
+                                (
+                                    f"{package.file.name}:{ex.line}: exclude ({ex.reason})"
+                                    for ex in package.exclusions
+                                    if _matches(ex, pv, release, cuda, python, platform)
+                                ),
+                                None,
+                            )
                         yield cell if rule is None else Excluded(cell, rule)
 
 
@@ -181,11 +211,21 @@ def builds(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Build]:
         first = min(covers, key=lambda c: (Version(c.torch), Version(c.python)))
         archs = matrix.arch.for_target(package, first.cuda, first.platform)
         torch = None if package.abi == "torch-free" else str(releases[first.torch].version)
-        out.append(Build(
-            package=package.name, version=first.version, abi=package.abi, cuda=first.cuda,
-            torch=torch, python=first.python, platform=first.platform, archs=archs,
-            covers=tuple(sorted(covers)), python_abi3=package.python_abi3,
-            minutes=package.build_minutes_per_arch * len(archs.archs)))
+        out.append(
+            Build(
+                package=package.name,
+                version=first.version,
+                abi=package.abi,
+                cuda=first.cuda,
+                torch=torch,
+                python=first.python,
+                platform=first.platform,
+                archs=archs,
+                covers=tuple(sorted(covers)),
+                python_abi3=package.python_abi3,
+                minutes=package.build_minutes_per_arch * len(archs.archs),
+            )
+        )
     return out
 
 
@@ -208,10 +248,18 @@ def expand(matrix: Matrix) -> Expansion:
         for item in cells(matrix, package):
             if isinstance(item, Excluded):
                 excluded.append(item)
-            elif (package.abi == "torch-stable" and package.min_torch is not None
-                  and Version(item.torch) < Version(package.min_torch)):
-                excluded.append(Excluded(item, f"{package.file.name}: abi.min_torch "
-                                               f"{package.min_torch} (stable ABI floor)"))
+            elif (
+                package.abi == "torch-stable"
+                and package.min_torch is not None
+                and Version(item.torch) < Version(package.min_torch)
+            ):
+                excluded.append(
+                    Excluded(
+                        item,
+                        f"{package.file.name}: abi.min_torch "
+                        f"{package.min_torch} (stable ABI floor)",
+                    )
+                )
             else:
                 kept.append(item)
         all_cells.extend(kept)

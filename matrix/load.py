@@ -17,9 +17,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from referencing import Registry, Resource
-
-from wheelfarm.errors import ConfigError
 from wheelfarm.matrix.model import (
+    PLATFORMS,
     ArchList,
     ArchPolicy,
     ArchRule,
@@ -33,6 +32,8 @@ from wheelfarm.matrix.model import (
     TorchRelease,
     cuda_version,
 )
+
+from wheelfarm.errors import ConfigError
 
 MATRIX_DIR = Path(__file__).resolve().parent
 SCHEMA_DIR = MATRIX_DIR / "schema"
@@ -103,16 +104,25 @@ def _schema_problems(
         for extra in sorted(set(cast("dict[str, Any]", error.instance)) - set(allowed)):
             hint = difflib.get_close_matches(extra, allowed, n=1)
             tip = f"; did you mean {hint[0]!r}?" if hint else ""
-            yield (_key_line(node, extra), _dotted([*path, extra]),
-                   f"unknown key {extra!r} (allowed: {', '.join(allowed)}){tip}")
+            yield (
+                _key_line(node, extra),
+                _dotted([*path, extra]),
+                f"unknown key {extra!r} (allowed: {', '.join(allowed)}){tip}",
+            )
     elif error.validator == "enum":
         allowed = [str(v) for v in cast("list[Any]", error.validator_value)]
         hint = difflib.get_close_matches(str(error.instance), allowed, n=1)
         tip = f"; did you mean {hint[0]!r}?" if hint else ""
         yield line, key, f"{error.instance!r} is not allowed (allowed: {', '.join(allowed)}){tip}"
     elif error.validator == "oneOf" and path and path[-1] == "source":
-        yield line, key, (f"{error.instance!r} is not a source: use {{sdist: NAME, sha256: HEX}}, "
-                          "{git: URL, commit: SHA40} or {path: FOLDER}")
+        yield (
+            line,
+            key,
+            (
+                f"{error.instance!r} is not a source: use {{sdist: NAME, sha256: HEX}}, "
+                "{git: URL, commit: SHA40} or {path: FOLDER}"
+            ),
+        )
     elif error.validator == "required":
         yield line, key, f"{error.message} (add it; see matrix/schema)"
     else:
@@ -136,93 +146,137 @@ def _read(path: Path, schema: str, errors: _Collector) -> tuple[Any, yaml.Node |
     return (data if len(errors.problems) == before else None), tree
 
 
-def _spec(value: str | None, path: Path, line: int, key: str, errors: _Collector) -> SpecifierSet:
-    try:
-        return SpecifierSet(value or "")
-    except InvalidSpecifier:
-        errors.add(path, line, key, f"{value!r} is not a PEP 440 specifier (e.g. '>=2.6')")
-        return SpecifierSet()
+@dataclass
+class _File:
+    """One YAML file being checked: reports problems at the line of a path in its tree."""
+
+    path: Path
+    tree: yaml.Node | None
+    errors: _Collector
+
+    def add(self, where: list[str | int], message: str) -> None:
+        self.errors.add(self.path, _line(self.tree, where)[0], _dotted(where), message)
+
+    def spec(self, value: str | None, where: list[str | int]) -> SpecifierSet:
+        try:
+            return SpecifierSet(value or "")
+        except InvalidSpecifier:
+            self.add(where, f"{value!r} is not a PEP 440 specifier (e.g. '>=2.6')")
+            return SpecifierSet()
 
 
-def _package(path: Path, arch: ArchPolicy | None, errors: _Collector) -> Package | None:
-    data, tree = _read(path, "package", errors)
-    if data is None:
-        return None
-    before = len(errors.problems)
-    name = canonicalize_name(data["name"])
-    if path.stem != name:
-        errors.add(path, _line(tree, ["name"])[0], "name",
-                   f"{data['name']!r} must match the file name: rename the file to {name}.yaml")
-    versions = []
-    for i, item in enumerate(data["versions"]):
-        line = _line(tree, ["versions", i, "version"])[0]
+def _versions(f: _File, items: list[dict[str, Any]]) -> list[PackageVersion]:
+    out = []
+    for i, item in enumerate(items):
         try:
             version = Version(item["version"])
         except InvalidVersion:
-            errors.add(path, line, f"versions[{i}].version",
-                       f"{item['version']!r} is not a PEP 440 version")
+            f.add(["versions", i, "version"], f"{item['version']!r} is not a PEP 440 version")
             continue
         if version.local:
-            errors.add(path, line, f"versions[{i}].version",
-                       f"{item['version']!r} has a local label; the farm adds its own")
+            f.add(
+                ["versions", i, "version"],
+                f"{item['version']!r} has a local label; the farm adds its own",
+            )
         for j, patch in enumerate(item.get("patches", [])):
             if not (MATRIX_DIR / "patches" / patch).is_file():
-                errors.add(path, _line(tree, ["versions", i, "patches", j])[0],
-                           f"versions[{i}].patches[{j}]", f"{patch!r} not found in matrix/patches/")
-        versions.append(PackageVersion(version=version, source=Source(**item["source"]),
-                                       patches=tuple(item.get("patches", [])),
-                                       yanked=item.get("yanked")))
-    abi = data["abi"]
-    if abi["kind"] == "torch-stable" and "min_torch" not in abi:
-        errors.add(path, _line(tree, ["abi"])[0], "abi.min_torch",
-                   "required for kind 'torch-stable' (the TORCH_TARGET_VERSION, e.g. '2.10')")
-    arch_cfg = data["arch"]
-    if arch_cfg["via"] == "env" and "env" not in arch_cfg:
-        errors.add(path, _line(tree, ["arch"])[0], "arch.env",
-                   "required when via is 'env' (the package's own arch variable)")
-    if arch_cfg["via"] == "patch" and not any(v.patches for v in versions):
-        errors.add(path, _line(tree, ["arch", "via"])[0], "arch.via",
-                   "'patch' needs a patch in versions[].patches that makes setup.py honour "
-                   "TORCH_CUDA_ARCH_LIST")
-    constraints = data.get("constraints", {})
-    cuda_spec = _spec(constraints.get("cuda"), path, _line(tree, ["constraints", "cuda"])[0],
-                      "constraints.cuda", errors)
-    rules = []
-    for i, rule in enumerate(arch_cfg.get("override", [])):
-        line = _line(tree, ["arch", "override", i])[0]
-        spec = _spec(rule.get("cuda"), path, line, f"arch.override[{i}].cuda", errors)
+                f.add(["versions", i, "patches", j], f"{patch!r} not found in matrix/patches/")
+        out.append(
+            PackageVersion(
+                version=version,
+                source=Source(**item["source"]),
+                patches=tuple(item.get("patches", [])),
+                yanked=item.get("yanked"),
+            )
+        )
+    return out
+
+
+def _arch_rules(
+    f: _File, rules: list[dict[str, Any]], cuda_spec: SpecifierSet, policy: ArchPolicy | None
+) -> list[ArchRule]:
+    """Overrides, each checked against what every CUDA the package builds for can compile."""
+    out = []
+    for i, rule in enumerate(rules):
+        spec = f.spec(rule.get("cuda"), ["arch", "override", i, "cuda"])
         archs = ArchList.parse(rule["archs"])
-        if arch is not None:
-            for cuda, (lo, hi) in arch.supported.items():
-                if Version(cuda) in cuda_spec and Version(cuda) in spec:
-                    bad = [a.dotted for a in archs.archs if not lo <= a.sm <= hi]
-                    if bad:
-                        errors.add(path, line, f"arch.override[{i}].archs",
-                                   f"{', '.join(bad)} not compiled by CUDA {cuda} (supports "
-                                   f"sm_{lo}..sm_{hi}); add a 'cuda' bound to this rule")
-        rules.append(ArchRule(archs=archs, cuda=spec if rule.get("cuda") else None,
-                              platform=rule.get("platform")))
-    exclusions = []
-    for i, ex in enumerate(data.get("exclude", [])):
-        fields = {k: str(v) for k, v in ex.items()}
-        exclusions.append(Exclusion(line=_line(tree, ["exclude", i])[0], **fields))
+        for cuda, (lo, hi) in (policy.supported if policy else {}).items():
+            bad = [a.dotted for a in archs.archs if not lo <= a.sm <= hi]
+            if bad and Version(cuda) in cuda_spec and Version(cuda) in spec:
+                f.add(
+                    ["arch", "override", i, "archs"],
+                    f"{', '.join(bad)} not compiled by CUDA {cuda} (supports sm_{lo}..sm_{hi}); "
+                    f"add a 'cuda' bound to this rule",
+                )
+        out.append(
+            ArchRule(
+                archs=archs, cuda=spec if rule.get("cuda") else None, platform=rule.get("platform")
+            )
+        )
+    return out
+
+
+def _cross_field_checks(f: _File, data: dict[str, Any], versions: list[PackageVersion]) -> None:
+    name = canonicalize_name(data["name"])
+    if f.path.stem != name:
+        f.add(["name"], f"{data['name']!r} must match the file name: rename it to {name}.yaml")
+    if data["abi"]["kind"] == "torch-stable" and "min_torch" not in data["abi"]:
+        f.add(
+            ["abi", "min_torch"],
+            "required for kind 'torch-stable' (the TORCH_TARGET_VERSION, e.g. '2.10')",
+        )
+    arch = data["arch"]
+    if arch["via"] == "env" and "env" not in arch:
+        f.add(["arch", "env"], "required when via is 'env' (the package's own arch variable)")
+    if arch["via"] == "patch" and not any(v.patches for v in versions):
+        f.add(
+            ["arch", "via"],
+            "'patch' needs a patch in versions[].patches that makes setup.py honour "
+            "TORCH_CUDA_ARCH_LIST",
+        )
+
+
+def _package(path: Path, policy: ArchPolicy | None, errors: _Collector) -> Package | None:
+    data, tree = _read(path, "package", errors)
+    if data is None:
+        return None
+    f = _File(path, tree, errors)
+    before = len(errors.problems)
+    versions = _versions(f, data["versions"])
+    _cross_field_checks(f, data, versions)
+    constraints = data.get("constraints", {})
+    cuda_spec = f.spec(constraints.get("cuda"), ["constraints", "cuda"])
+    torch_spec = f.spec(constraints.get("torch"), ["constraints", "torch"])
+    python_spec = f.spec(constraints.get("python"), ["constraints", "python"])
+    rules = _arch_rules(f, data["arch"].get("override", []), cuda_spec, policy)
+    exclusions = [
+        Exclusion(line=_line(tree, ["exclude", i])[0], **{k: str(v) for k, v in ex.items()})
+        for i, ex in enumerate(data.get("exclude", []))
+    ]
     if len(errors.problems) != before:
         return None
+    abi, arch = data["abi"], data["arch"]
     return Package(
-        name=name, display_name=data["name"], file=path, versions=tuple(versions),
-        abi=abi["kind"], min_torch=abi.get("min_torch"), python_abi3=abi.get("python_abi3", False),
-        arch_via=arch_cfg["via"], arch_env=arch_cfg.get("env"),
-        arch_format=arch_cfg.get("format", "torch"), arch_overrides=tuple(rules),
-        local_version_env=data.get("local_version", {}).get("env"), env=data.get("env", {}),
+        name=canonicalize_name(data["name"]),
+        display_name=data["name"],
+        file=path,
+        versions=tuple(versions),
+        abi=abi["kind"],
+        min_torch=abi.get("min_torch"),
+        python_abi3=abi.get("python_abi3", False),
+        arch_via=arch["via"],
+        arch_env=arch.get("env"),
+        arch_format=arch.get("format", "torch"),
+        arch_overrides=tuple(rules),
+        local_version_env=data.get("local_version", {}).get("env"),
+        env=data.get("env", {}),
         build_requires=tuple(data.get("build_requires", [])),
-        torch_spec=_spec(constraints.get("torch"), path, _line(tree, ["constraints"])[0],
-                         "constraints.torch", errors),
-        python_spec=_spec(constraints.get("python"), path, _line(tree, ["constraints"])[0],
-                          "constraints.python", errors),
+        torch_spec=torch_spec,
+        python_spec=python_spec,
         cuda_spec=cuda_spec,
-        platforms=tuple(constraints.get("platforms", ("linux_x86_64", "linux_aarch64",
-                                                      "win_amd64"))),
-        exclusions=tuple(exclusions), imports=tuple(data["import"]),
+        platforms=tuple(constraints.get("platforms", PLATFORMS)),
+        exclusions=tuple(exclusions),
+        imports=tuple(data["import"]),
         vendor_allow=tuple(data.get("vendor_allow", [])),
         build_minutes_per_arch=float(data.get("build_minutes_per_arch", 10.0)),
         gb_per_job=float(data.get("gb_per_job", 3.0)),
@@ -239,10 +293,15 @@ def _releases(path: Path, errors: _Collector) -> tuple[str, tuple[TorchRelease, 
         try:
             for cuda in r["builds"]:
                 cuda_version(cuda)
-            releases.append(TorchRelease(
-                version=Version(r["torch"]), python_min=Version(r["python"][0]),
-                python_max=Version(r["python"][1]), cxx_std=r["cxx_std"],
-                builds={c: tuple(p) for c, p in r["builds"].items()}))
+            releases.append(
+                TorchRelease(
+                    version=Version(r["torch"]),
+                    python_min=Version(r["python"][0]),
+                    python_max=Version(r["python"][1]),
+                    cxx_std=r["cxx_std"],
+                    builds={c: tuple(p) for c, p in r["builds"].items()},
+                )
+            )
         except (InvalidVersion, ValueError) as exc:
             errors.add(path, line, f"releases[{i}]", str(exc))
     return data["index_url"], tuple(releases)
@@ -252,10 +311,14 @@ def _arch(path: Path, errors: _Collector) -> ArchPolicy | None:
     data, _ = _read(path, "arch", errors)
     if data is None:
         return None
-    policy = {cuda: {plat: ArchList.parse(text) for plat, text in plats.items()}
-              for cuda, plats in data["policy"].items()}
-    supported = {cuda: (ArchList.parse(lo).archs[0].sm, ArchList.parse(hi).archs[0].sm)
-                 for cuda, (lo, hi) in data["supported"].items()}
+    policy = {
+        cuda: {plat: ArchList.parse(text) for plat, text in plats.items()}
+        for cuda, plats in data["policy"].items()
+    }
+    supported = {
+        cuda: (ArchList.parse(lo).archs[0].sm, ArchList.parse(hi).archs[0].sm)
+        for cuda, (lo, hi) in data["supported"].items()
+    }
     return ArchPolicy(policy=policy, supported=supported)
 
 
@@ -266,20 +329,26 @@ def _farm(path: Path, errors: _Collector) -> FarmConfig | None:
     return FarmConfig(
         max_jobs_per_shard=data["max_jobs_per_shard"],
         hosted_job_limit_minutes=data["hosted_job_limit_minutes"],
-        platforms={k: PlatformInfo(**v) for k, v in data["platforms"].items()})
+        platforms={k: PlatformInfo(**v) for k, v in data["platforms"].items()},
+    )
 
 
-def _cross_check(releases: tuple[TorchRelease, ...], arch: ArchPolicy, root: Path,
-                 errors: _Collector) -> None:
+def _cross_check(
+    releases: tuple[TorchRelease, ...], arch: ArchPolicy, root: Path, errors: _Collector
+) -> None:
     """Every CUDA build torch ships needs an arch list for that platform, or nothing builds."""
     for r in releases:
         for cuda, plats in r.builds.items():
             lists = arch.policy.get(str(cuda_version(cuda)), {})
             for plat in plats:
                 if plat not in lists:
-                    errors.add(root / "arch.yaml", 0, f"policy.{cuda_version(cuda)}",
-                               f"no arch list for {plat}, but torch {r.version} ships {cuda} "
-                               f"for it (torch.yaml); add one")
+                    errors.add(
+                        root / "arch.yaml",
+                        0,
+                        f"policy.{cuda_version(cuda)}",
+                        f"no arch list for {plat}, but torch {r.version} ships {cuda} "
+                        f"for it (torch.yaml); add one",
+                    )
 
 
 def load_matrix(root: Path = MATRIX_DIR, packages_dir: Path | None = None) -> Matrix:
@@ -297,5 +366,11 @@ def load_matrix(root: Path = MATRIX_DIR, packages_dir: Path | None = None) -> Ma
         _cross_check(releases, arch, root, errors)
     if errors.problems or arch is None or farm is None:
         raise ConfigError(errors.problems)
-    return Matrix(index_url=index_url, releases=releases, arch=arch, farm=farm,
-                  packages=tuple(p for p in packages if p is not None), root=root)
+    return Matrix(
+        index_url=index_url,
+        releases=releases,
+        arch=arch,
+        farm=farm,
+        packages=tuple(p for p in packages if p is not None),
+        root=root,
+    )

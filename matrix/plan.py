@@ -12,11 +12,11 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
-
-from wheelfarm.errors import PlanError
 from wheelfarm.matrix.expand import Build, Cell, Expansion
 from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.wheelname import build_id_from_wheel
+
+from wheelfarm.errors import PlanError
 
 # Keys of one job in the GitHub matrix. The build workflow reads exactly these (tested).
 JOB_KEYS = ("id", "cuda", "python", "platform", "timeout_minutes")
@@ -33,14 +33,19 @@ class Filters:
     platform: tuple[str, ...] = ()
 
     def axes(self) -> Iterable[tuple[str, tuple[str, ...]]]:
-        return (("package", tuple(canonicalize_name(p) if "*" not in p else p
-                                  for p in self.package)),
-                ("cuda", self.cuda), ("torch", self.torch), ("python", self.python),
-                ("platform", self.platform))
+        return (
+            ("package", tuple(canonicalize_name(p) if "*" not in p else p for p in self.package)),
+            ("cuda", self.cuda),
+            ("torch", self.torch),
+            ("python", self.python),
+            ("platform", self.platform),
+        )
 
     def match(self, cell: Cell) -> bool:
-        return all(not wanted or any(fnmatchcase(getattr(cell, axis), w) for w in wanted)
-                   for axis, wanted in self.axes())
+        return all(
+            not wanted or any(fnmatchcase(getattr(cell, axis), w) for w in wanted)
+            for axis, wanted in self.axes()
+        )
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,10 @@ def existing_build_ids(source: Path | None) -> set[str]:
     if source.is_dir():
         return {build_id_from_wheel(p.name) for p in source.glob("*.whl")}
     if not source.is_file():
-        msg = f"--existing {str(source)!r}: no such file or folder (give packages.json or a wheelhouse)"
+        msg = (
+            f"--existing {str(source)!r}: no such file or folder "
+            f"(give packages.json or a wheelhouse)"
+        )
         raise PlanError(msg)
     data = json.loads(source.read_text(encoding="utf-8"))
     return {w.get("build_id") or build_id_from_wheel(w["filename"]) for w in data["wheels"]}
@@ -105,15 +113,27 @@ def shard(matrix: Matrix, todo: Sequence[Build], max_jobs: int) -> tuple[Shard, 
         count = math.ceil(len(mine) / max_jobs)
         size = math.ceil(len(mine) / count)
         info = matrix.farm.platforms[platform]
-        for i in range(count):
-            out.append(Shard(f"{platform}-{i + 1}of{count}", platform, info.runner,
-                             info.container, tuple(mine[i * size:(i + 1) * size])))
+        out += [
+            Shard(
+                f"{platform}-{i + 1}of{count}",
+                platform,
+                info.runner,
+                info.container,
+                tuple(mine[i * size : (i + 1) * size]),
+            )
+            for i in range(count)
+        ]
     return tuple(out)
 
 
-def make_plan(matrix: Matrix, expansion: Expansion, *, filters: Filters = Filters(),
-              existing: set[str] | frozenset[str] = frozenset(),
-              max_jobs: int | None = None) -> Plan:
+def make_plan(
+    matrix: Matrix,
+    expansion: Expansion,
+    *,
+    filters: Filters = Filters(),
+    existing: set[str] | frozenset[str] = frozenset(),
+    max_jobs: int | None = None,
+) -> Plan:
     """Select, skip what exists, shard and estimate."""
     _check_filters(filters, expansion.cells)
     selected = [b for b in expansion.builds if any(filters.match(c) for c in b.covers)]
@@ -122,10 +142,15 @@ def make_plan(matrix: Matrix, expansion: Expansion, *, filters: Filters = Filter
         raise PlanError(msg)
     todo = tuple(b for b in selected if b.id not in existing)
     present = tuple(b for b in selected if b.id in existing)
-    limit = matrix.farm.hosted_job_limit_minutes
     jobs = max_jobs or matrix.farm.max_jobs_per_shard
-    return Plan(todo, present, shard(matrix, todo, jobs), filters, expansion,
-                _long_job_warnings(todo, matrix.farm.hosted_job_limit_minutes))
+    return Plan(
+        todo,
+        present,
+        shard(matrix, todo, jobs),
+        filters,
+        expansion,
+        _long_job_warnings(todo, matrix.farm.hosted_job_limit_minutes),
+    )
 
 
 def _long_job_warnings(todo: Sequence[Build], limit: int) -> tuple[str, ...]:
@@ -137,14 +162,21 @@ def _long_job_warnings(todo: Sequence[Build], limit: int) -> tuple[str, ...]:
     return tuple(
         f"{pkg}: {len(bs)} builds predicted up to {max(b.minutes for b in bs):.0f} min > {limit} "
         f"min hosted-job limit (e.g. {bs[0].id}); send them to a self-hosted runner (runner "
-        f"input) or narrow their archs" for pkg, bs in over.items())
+        f"input) or narrow their archs"
+        for pkg, bs in over.items()
+    )
 
 
 def job(build: Build, limit_minutes: int) -> dict[str, object]:
     """One matrix entry; keys are JOB_KEYS."""
     timeout = min(limit_minutes, max(30, math.ceil(build.minutes * 1.5) + 20))
-    return {"id": build.id, "cuda": build.cuda,
-            "python": build.python, "platform": build.platform, "timeout_minutes": timeout}
+    return {
+        "id": build.id,
+        "cuda": build.cuda,
+        "python": build.python,
+        "platform": build.platform,
+        "timeout_minutes": timeout,
+    }
 
 
 def github_outputs(plan: Plan, matrix: Matrix) -> dict[str, str]:
@@ -152,9 +184,16 @@ def github_outputs(plan: Plan, matrix: Matrix) -> dict[str, str]:
     limit = matrix.farm.hosted_job_limit_minutes
     out = {"count": str(len(plan.todo))}
     for platform in matrix.farm.platforms:
-        shards = [{"name": s.name, "runner": s.runner, "container": s.container,
-                   "include": [job(b, limit) for b in s.builds]}
-                  for s in plan.shards if s.platform == platform]
+        shards = [
+            {
+                "name": s.name,
+                "runner": s.runner,
+                "container": s.container,
+                "include": [job(b, limit) for b in s.builds],
+            }
+            for s in plan.shards
+            if s.platform == platform
+        ]
         out[f"shards_{platform}"] = json.dumps(shards, separators=(",", ":"))
         out[f"count_{platform}"] = str(sum(len(s["include"]) for s in shards))
     return out
@@ -176,13 +215,17 @@ def explain(plan: Plan, cell_id: str) -> str:
                 return f"{cell_id}: already present as {b.id}"
             if len(b.covers) == 1:
                 return f"{cell_id}: built by {b.id} (archs {b.archs.torch})"
-            return (f"{cell_id}: covered by {b.abi} build {b.id} (built with torch {b.torch}, "
-                    f"Python {b.python}; serves {len(b.covers)} cells)")
+            return (
+                f"{cell_id}: covered by {b.abi} build {b.id} (built with torch {b.torch}, "
+                f"Python {b.python}; serves {len(b.covers)} cells)"
+            )
     known = [c.id for c in plan.expansion.cells] + [e.cell.id for e in plan.expansion.excluded]
     hint = difflib.get_close_matches(cell_id, known, n=1, cutoff=0.8)
     tip = f"; did you mean {hint[0]!r}?" if hint else ""
-    msg = (f"{cell_id!r} is no cell of this matrix: torch does not ship that combination or the "
-           f"package is unknown{tip}")
+    msg = (
+        f"{cell_id!r} is no cell of this matrix: torch does not ship that combination or the "
+        f"package is unknown{tip}"
+    )
     raise PlanError(msg)
 
 
@@ -207,10 +250,14 @@ def table(plan: Plan, limit: int = 40) -> str:
         rows.append(f"... {len(plan.todo) - limit} more (--format json lists all)")
     rows.append("")
     for s in plan.shards:
-        rows.append(f"shard {s.name}: {len(s.builds)} jobs on {s.runner}"
-                    + (f" in {s.container}" if s.container else ""))
-    rows.append(f"{len(plan.todo)} builds to make in {len(plan.shards)} shards, "
-                f"{len(plan.present)} present; estimated {plan.runner_hours:.1f} runner-hours")
+        rows.append(
+            f"shard {s.name}: {len(s.builds)} jobs on {s.runner}"
+            + (f" in {s.container}" if s.container else "")
+        )
+    rows.append(
+        f"{len(plan.todo)} builds to make in {len(plan.shards)} shards, "
+        f"{len(plan.present)} present; estimated {plan.runner_hours:.1f} runner-hours"
+    )
     return "\n".join(rows)
 
 
@@ -220,11 +267,20 @@ def to_json(plan: Plan, matrix: Matrix) -> dict[str, object]:
         "version": 1,
         "runner_hours": round(plan.runner_hours, 2),
         "warnings": list(plan.warnings),
-        "builds": [{**job(b, matrix.farm.hosted_job_limit_minutes), "package": b.package,
-                    "torch": b.torch,
-                    "archs": b.archs.torch, "label": b.label, "abi": b.abi,
-                    "covers": [c.id for c in b.covers]} for b in plan.todo],
+        "builds": [
+            {
+                **job(b, matrix.farm.hosted_job_limit_minutes),
+                "package": b.package,
+                "torch": b.torch,
+                "archs": b.archs.torch,
+                "label": b.label,
+                "abi": b.abi,
+                "covers": [c.id for c in b.covers],
+            }
+            for b in plan.todo
+        ],
         "present": [b.id for b in plan.present],
-        "shards": [{"name": s.name, "platform": s.platform, "jobs": len(s.builds)}
-                   for s in plan.shards],
+        "shards": [
+            {"name": s.name, "platform": s.platform, "jobs": len(s.builds)} for s in plan.shards
+        ],
     }

@@ -7,9 +7,9 @@ from typing import Any
 
 import yaml
 from packaging.version import Version
+from wheelfarm.matrix.load import MATRIX_DIR
 
 from wheelfarm.errors import ConfigError
-from wheelfarm.matrix.load import MATRIX_DIR
 
 
 @cache
@@ -28,16 +28,20 @@ def toolkit(cuda: str, platform: str) -> dict[str, str]:
     if platform == "win_amd64":
         mm = f"{version.major}.{version.minor}"
         win = table["windows"]
-        return {"version": str(version),
-                "installer": win["installer"].format(version=version),
-                "components": " ".join(f"{c}_{mm}" for c in win["components"])}
+        return {
+            "version": str(version),
+            "installer": win["installer"].format(version=version),
+            "components": " ".join(f"{c}_{mm}" for c in win["components"]),
+        }
     mm = f"{version.major}-{version.minor}"
     linux = table["linux"]
-    return {"version": str(version),
-            "repo": linux["repo"].format(repo_arch=linux["repo_arch"][platform]),
-            "packages": " ".join(f"{c}-{mm}" for c in linux["components"]),
-            "cuda_home": f"/usr/local/cuda-{version.major}.{version.minor}",
-            "gcc_toolset": str(linux["gcc_toolset"][str(version.major)])}
+    return {
+        "version": str(version),
+        "repo": linux["repo"].format(repo_arch=linux["repo_arch"][platform]),
+        "packages": " ".join(f"{c}-{mm}" for c in linux["components"]),
+        "cuda_home": f"/usr/local/cuda-{version.major}.{version.minor}",
+        "gcc_toolset": str(linux["gcc_toolset"][str(version.major)]),
+    }
 
 
 def pages_url(repository: str) -> str:

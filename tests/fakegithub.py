@@ -35,21 +35,34 @@ class FakeGitHub:
 
     def add_release(self, tag: str) -> dict[str, Any]:
         rid = self.new_id()
-        release = {"id": rid, "tag_name": tag, "name": tag, "draft": False, "prerelease": False,
-                   "url": f"{self.base}/repos/{self.repo}/releases/{rid}",
-                   "upload_url": f"{self.base}/uploads/repos/{self.repo}/releases/{rid}/assets{{?name,label}}",
-                   "assets": []}
+        release = {
+            "id": rid,
+            "tag_name": tag,
+            "name": tag,
+            "draft": False,
+            "prerelease": False,
+            "url": f"{self.base}/repos/{self.repo}/releases/{rid}",
+            "upload_url": f"{self.base}/uploads/repos/{self.repo}/releases/{rid}/assets{{?name,label}}",
+            "assets": [],
+        }
         self.releases.append(release)
         return release
 
     def add_asset(self, release: dict[str, Any], name: str, data: bytes) -> dict[str, Any]:
         aid = self.new_id()
-        asset = {"id": aid, "name": name, "label": None, "state": "uploaded",
-                 "content_type": "application/octet-stream", "size": len(data),
-                 "download_count": 0, "created_at": "2026-11-30T00:00:00Z",
-                 "updated_at": "2026-11-30T00:00:00Z",
-                 "url": f"{self.base}/repos/{self.repo}/releases/assets/{aid}",
-                 "browser_download_url": f"{self.base}/download/{release['tag_name']}/{quote(name)}"}
+        asset = {
+            "id": aid,
+            "name": name,
+            "label": None,
+            "state": "uploaded",
+            "content_type": "application/octet-stream",
+            "size": len(data),
+            "download_count": 0,
+            "created_at": "2026-11-30T00:00:00Z",
+            "updated_at": "2026-11-30T00:00:00Z",
+            "url": f"{self.base}/repos/{self.repo}/releases/assets/{aid}",
+            "browser_download_url": f"{self.base}/download/{release['tag_name']}/{quote(name)}",
+        }
         if self.with_digest:
             asset["digest"] = "sha256:" + hashlib.sha256(data).hexdigest()
         release["assets"].append(asset)
@@ -60,7 +73,7 @@ class FakeGitHub:
 def _page(items: list[Any], query: dict[str, list[str]], url: str) -> tuple[list[Any], str | None]:
     per = int(query.get("per_page", ["30"])[0])
     page = int(query.get("page", ["1"])[0])
-    chunk = items[(page - 1) * per: page * per]
+    chunk = items[(page - 1) * per : page * per]
     link = None
     if page * per < len(items):
         link = f'<{url}?per_page={per}&page={page + 1}>; rel="next"'
@@ -73,11 +86,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass
 
-    def _send(self, status: int, body: Any = None, headers: dict[str, str] | None = None,
-              raw: bytes | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+    ) -> None:
         data = raw if raw is not None else json.dumps(body).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/octet-stream" if raw is not None else "application/json")
+        self.send_header(
+            "Content-Type", "application/octet-stream" if raw is not None else "application/json"
+        )
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
@@ -92,8 +112,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         for prefix, count in list(fake.rate_limited.items()):
             if path.startswith(prefix) and count > 0:
                 fake.rate_limited[prefix] = count - 1
-                self._send(403, {"message": "API rate limit exceeded"}, {
-                    "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(time.time()) + 1)})
+                self._send(
+                    403,
+                    {"message": "API rate limit exceeded"},
+                    {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(time.time()) + 1)},
+                )
                 return
         repo = f"/repos/{fake.repo}"
         length = int(self.headers.get("Content-Length") or 0)
@@ -125,7 +148,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             release = next(r for r in fake.releases if r["id"] == rid)
             name = query["name"][0]
             if any(a["name"] == name for a in release["assets"]):
-                self._send(422, {"message": "Validation Failed", "errors": [{"code": "already_exists"}]})
+                self._send(
+                    422, {"message": "Validation Failed", "errors": [{"code": "already_exists"}]}
+                )
             elif len(release["assets"]) >= fake.max_assets:
                 self._send(422, {"message": "Validation Failed", "errors": [{"code": "too_many"}]})
             else:
@@ -138,13 +163,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             self._send(404, {"message": "Not Found"})
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._route("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._route("POST")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self._route("DELETE")
 
 

@@ -40,8 +40,6 @@ from wheelfarm.index.sources import GitHubReleases, from_wheelhouse, yanked_vers
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import MATRIX_DIR, load_matrix
 from wheelfarm.matrix.model import PLATFORMS, ArchList, Matrix, cuda_tag
-from wheelfarm.matrix.wheelname import build_id_from_wheel
-from wheelfarm.matrix.toolkits import pages_url, toolkit
 from wheelfarm.matrix.plan import (
     Filters,
     existing_build_ids,
@@ -51,8 +49,11 @@ from wheelfarm.matrix.plan import (
     table,
     to_json,
 )
+from wheelfarm.matrix.toolkits import pages_url, toolkit
+from wheelfarm.matrix.wheelname import build_id_from_wheel
 
 Handler = Callable[[argparse.Namespace], int]
+Add = Callable[[str, Handler, str], argparse.ArgumentParser]
 DEMO_PACKAGE = "wheelfarm-demo"
 
 
@@ -62,24 +63,42 @@ def _split(values: list[str] | None) -> tuple[str, ...]:
 
 
 def _add_filters(p: argparse.ArgumentParser) -> None:
-    for axis, example in (("package", "flash-attn"), ("cuda", "cu130"), ("torch", "2.14"),
-                          ("python", "3.12"), ("platform", "linux_x86_64")):
-        p.add_argument(f"--{axis}", action="append", metavar="GLOB",
-                       help=f"only cells whose {axis} matches (e.g. {example}); repeat or comma")
+    for axis, example in (
+        ("package", "flash-attn"),
+        ("cuda", "cu130"),
+        ("torch", "2.14"),
+        ("python", "3.12"),
+        ("platform", "linux_x86_64"),
+    ):
+        p.add_argument(
+            f"--{axis}",
+            action="append",
+            metavar="GLOB",
+            help=f"only cells whose {axis} matches (e.g. {example}); repeat or comma",
+        )
 
 
 def _filters(args: argparse.Namespace) -> Filters:
-    return Filters(package=_split(args.package), cuda=_split(args.cuda),
-                   torch=_split(args.torch), python=_split(args.python),
-                   platform=_split(args.platform))
+    return Filters(
+        package=_split(args.package),
+        cuda=_split(args.cuda),
+        torch=_split(args.torch),
+        python=_split(args.python),
+        platform=_split(args.platform),
+    )
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     matrix = load_matrix(args.matrix)
     expansion = expand(matrix)
-    plan = make_plan(matrix, expansion, filters=_filters(args),
-                     existing=existing_build_ids(args.existing), max_jobs=args.max_jobs)
+    plan = make_plan(
+        matrix,
+        expansion,
+        filters=_filters(args),
+        existing=existing_build_ids(args.existing),
+        max_jobs=args.max_jobs,
+    )
     if args.explain:
         for cell in args.explain:
             print(explain(plan, cell))
@@ -96,8 +115,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(json.dumps(to_json(plan, matrix), indent=2))
     else:
         print(table(plan))
-        print(f"planned {len(expansion.cells)} cells -> {len(expansion.builds)} builds "
-              f"in {time.perf_counter() - started:.2f}s")
+        print(
+            f"planned {len(expansion.cells)} cells -> {len(expansion.builds)} builds "
+            f"in {time.perf_counter() - started:.2f}s"
+        )
     for w in plan.warnings:
         print(f"warning: {w}", file=sys.stderr)
     return 0
@@ -105,9 +126,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def _add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", nargs="?", help="a build id from `wheelfarm plan`")
-    p.add_argument("--local", action="store_true",
-                   help="build for this machine: its CUDA toolkit, this Python and platform, the "
-                        "newest torch for them, pip's own torch index")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="build for this machine: its CUDA toolkit, this Python and platform, the "
+        "newest torch for them, pip's own torch index",
+    )
     p.add_argument("--package", help="with --local or flags: the package (default wheelfarm-demo)")
     p.add_argument("--cuda", help="CUDA tag, e.g. cu130 (default with --local: the toolkit's)")
     p.add_argument("--torch", help="torch minor, e.g. 2.14 (default: newest that fits)")
@@ -118,10 +142,18 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_build_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--work", type=Path, default=Path(".wheelfarm/work"),
-                   help="scratch folder (kept on failure)")
-    p.add_argument("--cache", type=Path, default=None,
-                   help="torch envs, sdists, ccache (default $WHEELFARM_CACHE or ~/.cache/wheelfarm)")
+    p.add_argument(
+        "--work",
+        type=Path,
+        default=Path(".wheelfarm/work"),
+        help="scratch folder (kept on failure)",
+    )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="torch envs, sdists, ccache (default $WHEELFARM_CACHE or ~/.cache/wheelfarm)",
+    )
     p.add_argument("--sdist-index", default=DEFAULT_SDIST_INDEX, help="PEP 503 index for sdists")
     p.add_argument("--plat", help="auditwheel --plat (default: farm.yaml's tag; 'auto' locally)")
     p.add_argument("--python-exe", help="interpreter to build with (default: found by version)")
@@ -143,19 +175,28 @@ def _target(args: argparse.Namespace) -> tuple[Target, bool]:
             raise ToolchainError(msg)
         cuda = cuda_tag(nvcc_version(call([home / "bin" / "nvcc", "--version"], capture=True)))
     python = args.python or f"{sys.version_info[0]}.{sys.version_info[1]}"
-    target = select(matrix, package=args.package or DEMO_PACKAGE, cuda=cuda, python=python,
-                    platform=args.platform or host_platform_name(), torch=args.torch)
+    target = select(
+        matrix,
+        package=args.package or DEMO_PACKAGE,
+        cuda=cuda,
+        python=python,
+        platform=args.platform or host_platform_name(),
+        torch=args.torch,
+    )
     if args.archs:
-        target = dataclasses.replace(target, build=dataclasses.replace(
-            target.build, archs=ArchList.parse(args.archs)))
+        target = dataclasses.replace(
+            target, build=dataclasses.replace(target.build, archs=ArchList.parse(args.archs))
+        )
     return target, True
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     target, local = _target(args)
     opts = _build_options(args, local=local, out=args.out)
-    print(f"building {target.id} (archs {target.build.archs.torch}, torch {target.build.torch})",
-          file=sys.stderr)
+    print(
+        f"building {target.id} (archs {target.build.archs.torch}, torch {target.build.torch})",
+        file=sys.stderr,
+    )
     result = run_build(target, opts)
     total = sum(result.durations.values())
     print(f"built {result.wheel} in {total:.1f}s; record {result.record.name}", file=sys.stderr)
@@ -174,11 +215,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
         log = work / "verify.log"
         build = target.build
         python = find_python(build.python, None)
-        torch_env = None if build.torch is None else envs.torch_env(
-            cache, python=python, torch=build.torch, cuda=build.cuda,
-            index=args.torch_index or (PIP_INDEX if local else target.torch_index), log=log)
-        check_import(args.wheel, target.package.imports, torch_env, work / "venv",
-                     python=python, log=log)
+        torch_env = (
+            None
+            if build.torch is None
+            else envs.torch_env(
+                cache,
+                python=python,
+                torch=build.torch,
+                cuda=build.cuda,
+                index=args.torch_index or (PIP_INDEX if local else target.torch_index),
+                log=log,
+            )
+        )
+        check_import(
+            args.wheel, target.package.imports, torch_env, work / "venv", python=python, log=log
+        )
         shutil.rmtree(work, ignore_errors=True)
     for binary, archs in report.archs.items():
         print(f"{binary}: SASS {' '.join(archs['cubins'])}; PTX {' '.join(archs['ptx']) or '-'}")
@@ -188,11 +239,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def _build_options(args: argparse.Namespace, *, local: bool, out: Path) -> BuildOptions:
     return BuildOptions(
-        out_dir=out.resolve(), work_dir=args.work.resolve(),
+        out_dir=out.resolve(),
+        work_dir=args.work.resolve(),
         cache=(args.cache or default_cache()).resolve(),
         torch_index=args.torch_index or (PIP_INDEX if local else None),
-        sdist_index=args.sdist_index, plat=args.plat or ("auto" if local else None),
-        python=args.python_exe)
+        sdist_index=args.sdist_index,
+        plat=args.plat or ("auto" if local else None),
+        python=args.python_exe,
+    )
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -203,15 +257,25 @@ def cmd_index(args: argparse.Namespace) -> int:
         entries, files = from_wheelhouse(args.wheelhouse, matrix, yanked)
     else:
         github = GitHubReleases(args.github, api=args.api)
-        entries = github.entries(matrix, yanked, previous={
-            e.url: e for e in read_manifest(args.out).values()})
-        print(f"read {len(entries)} wheels with {github.requests_made} API requests",
-              file=sys.stderr)
-    result = build_site(entries, args.out, files=files, allow_removal=args.allow_removal,
-                        title=args.title, extra=_coverage_svg(matrix, entries))
-    print(f"site {args.out}: {len(entries)} wheels in {result.combos} (cuda, torch) indexes; "
-          f"{len(result.written)} files written, {result.unchanged} unchanged, "
-          f"{len(result.removed)} removed")
+        entries = github.entries(
+            matrix, yanked, previous={e.url: e for e in read_manifest(args.out).values()}
+        )
+        print(
+            f"read {len(entries)} wheels with {github.requests_made} API requests", file=sys.stderr
+        )
+    result = build_site(
+        entries,
+        args.out,
+        files=files,
+        allow_removal=args.allow_removal,
+        title=args.title,
+        extra=_coverage_svg(matrix, entries),
+    )
+    print(
+        f"site {args.out}: {len(entries)} wheels in {result.combos} (cuda, torch) indexes; "
+        f"{len(result.written)} files written, {result.unchanged} unchanged, "
+        f"{len(result.removed)} removed"
+    )
     return 0
 
 
@@ -220,8 +284,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         msg = f"{str(args.dir)!r} has no index.html: build it with `wheelfarm index` first"
         raise SiteError(msg)
     server = make_server(args.dir, args.bind, args.port)
-    print(f"serving {args.dir} at http://{args.bind}:{server.server_address[1]}/ (Ctrl-C stops)",
-          flush=True)
+    print(
+        f"serving {args.dir} at http://{args.bind}:{server.server_address[1]}/ (Ctrl-C stops)",
+        flush=True,
+    )
     with server:
         server.serve_forever()
     return 0
@@ -238,16 +304,19 @@ def cmd_farm(args: argparse.Namespace) -> int:
         print(f"[plan] 1 build: {target.id} (archs {target.build.archs.torch})", file=sys.stderr)
         run_build(target, _build_options(args, local=True, out=store))
     entries, files = from_wheelhouse(store, matrix, yanked_versions(matrix))
-    result = build_site(entries, args.site, files=files, title=args.title,
-                        extra=_coverage_svg(matrix, entries))
+    result = build_site(
+        entries, args.site, files=files, title=args.title, extra=_coverage_svg(matrix, entries)
+    )
     cuda, torch = target.build.cuda, target.build.torch_minor
     index = f"{args.site.resolve().as_uri()}/{cuda}/torch{torch}/"
     print(f"[index] {args.site}: {len(entries)} wheels, {result.combos} indexes", file=sys.stderr)
     name = target.package.display_name
     print(f"pip install {name} --extra-index-url {index}")
     print(f"uv pip install {name} --extra-index-url {index}")
-    print(f"# or serve it: wheelfarm serve {args.site} --port 8000, then use "
-          f"http://127.0.0.1:8000/{cuda}/torch{torch}/")
+    print(
+        f"# or serve it: wheelfarm serve {args.site} --port 8000, then use "
+        f"http://127.0.0.1:8000/{cuda}/torch{torch}/"
+    )
     return 0
 
 
@@ -258,8 +327,11 @@ def cmd_publish(args: argparse.Namespace) -> int:
         raise PublishError(msg)
     publisher = GitHubPublisher(args.repo, api=args.api, uploads=args.uploads)
     report = publish(wheels, publisher, echo=lambda line: print(line, file=sys.stderr))
-    print(f"published {len(wheels)} wheels: {len(report.uploaded)} files uploaded, "
-          f"{len(report.skipped)} already there, releases: {', '.join(sorted(report.releases)) or '-'}")
+    releases = ", ".join(sorted(report.releases)) or "-"
+    print(
+        f"published {len(wheels)} wheels: {len(report.uploaded)} files uploaded, "
+        f"{len(report.skipped)} already there, releases: {releases}"
+    )
     return 0
 
 
@@ -298,66 +370,86 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="wheelfarm", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"wheelfarm {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    def add(name: str, handler: Handler, text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=text, description=text)
-        p.set_defaults(handler=handler)
-        p.add_argument("--matrix", type=Path, default=MATRIX_DIR,
-                       help="folder with torch.yaml, arch.yaml, farm.yaml and packages/")
-        return p
-
+def _matrix_commands(add: Add) -> None:
+    """plan, validate: read the YAML."""
     p = add("plan", cmd_plan, "Expand the matrix and plan the builds that are missing.")
     _add_filters(p)
-    p.add_argument("--existing", type=Path,
-                   help="packages.json of the published index, or a folder of wheels")
+    p.add_argument(
+        "--existing", type=Path, help="packages.json of the published index, or a folder of wheels"
+    )
     p.add_argument("--max-jobs", type=int, help="jobs per shard (default farm.yaml, max 256)")
     p.add_argument("--format", choices=("table", "json", "github"), default="table")
-    p.add_argument("--explain", action="append", metavar="CELL",
-                   help="say why a cell id is built, covered, present or excluded")
+    p.add_argument(
+        "--explain",
+        action="append",
+        metavar="CELL",
+        help="say why a cell id is built, covered, present or excluded",
+    )
 
     add("validate", cmd_validate, "Check every YAML file; report all problems at once.")
 
+
+def _build_commands(add: Add) -> None:
+    """build, farm, verify: make and check wheels."""
     p = add("build", cmd_build, "Compile, relabel, repair and verify one target.")
     _add_target_args(p)
     _add_build_args(p)
     p.add_argument("--out", type=Path, default=Path("wheelhouse"), help="where wheels go")
 
-    p = add("farm", cmd_farm, "The local farm: build what this machine can (the demo by "
-            "default), index it into a local site and print the pip and uv commands.")
+    p = add(
+        "farm",
+        cmd_farm,
+        "The local farm: build what this machine can (the demo by "
+        "default), index it into a local site and print the pip and uv commands.",
+    )
     _add_target_args(p)
     _add_build_args(p)
-    p.add_argument("--store", type=Path, default=Path(".wheelfarm/wheelhouse"),
-                   help="the local release store (a wheelhouse)")
+    p.add_argument(
+        "--store",
+        type=Path,
+        default=Path(".wheelfarm/wheelhouse"),
+        help="the local release store (a wheelhouse)",
+    )
     p.add_argument("--site", type=Path, default=Path("site"), help="where the index is written")
     p.add_argument("--title", default="wheelfarm (local)")
     p.set_defaults(local=True)
 
+
+def _site_commands(add: Add) -> None:
+    """index, publish, coverage, toolkit, pages-url, serve: the farm's outputs."""
     p = add("index", cmd_index, "Write the PEP 503 site from a wheelhouse or GitHub Releases.")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--wheelhouse", type=Path, help="a folder of wheels (+ .build.json)")
     src.add_argument("--github", metavar="OWNER/REPO", help="read the repository's releases")
     p.add_argument("--api", default="https://api.github.com", help="GitHub API base URL")
     p.add_argument("--out", type=Path, default=Path("site"))
-    p.add_argument("--allow-removal", action="store_true",
-                   help="let the new site drop wheels the previous one listed")
+    p.add_argument(
+        "--allow-removal",
+        action="store_true",
+        help="let the new site drop wheels the previous one listed",
+    )
     p.add_argument("--title", default="wheelfarm")
 
-    p = add("publish", cmd_publish, "Upload wheels, .metadata and build records to GitHub "
-            "Releases; never overwrite.")
+    p = add(
+        "publish",
+        cmd_publish,
+        "Upload wheels, .metadata and build records to GitHub Releases; never overwrite.",
+    )
     p.add_argument("wheelhouse", type=Path)
-    p.add_argument("--repo", default=os.environ.get("GITHUB_REPOSITORY"),
-                   required="GITHUB_REPOSITORY" not in os.environ, help="OWNER/REPO")
+    p.add_argument(
+        "--repo",
+        default=os.environ.get("GITHUB_REPOSITORY"),
+        required="GITHUB_REPOSITORY" not in os.environ,
+        help="OWNER/REPO",
+    )
     p.add_argument("--api", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"))
     p.add_argument("--uploads", default="https://uploads.github.com")
 
     p = add("coverage", cmd_coverage, "Built / missing wheels per package and platform.")
     p.add_argument("--existing", type=Path, help="packages.json of the index, or a wheelhouse")
-    p.add_argument("--write-docs", action="store_true",
-                   help="rewrite docs/coverage.md and the README table")
+    p.add_argument(
+        "--write-docs", action="store_true", help="rewrite docs/coverage.md and the README table"
+    )
 
     p = add("toolkit", cmd_toolkit, "Print what to install for a CUDA tag (toolkits.yaml).")
     p.add_argument("cuda", help="e.g. cu130")
@@ -365,8 +457,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--field", help="print one value (version, repo, packages, ...)")
 
     p = add("pages-url", cmd_pages_url, "Print the GitHub Pages URL of a repository.")
-    p.add_argument("--repo", default=os.environ.get("GITHUB_REPOSITORY"),
-                   required="GITHUB_REPOSITORY" not in os.environ, help="OWNER/REPO")
+    p.add_argument(
+        "--repo",
+        default=os.environ.get("GITHUB_REPOSITORY"),
+        required="GITHUB_REPOSITORY" not in os.environ,
+        help="OWNER/REPO",
+    )
 
     p = add("serve", cmd_serve, "Serve a built site over HTTP for local use.")
     p.add_argument("dir", type=Path, nargs="?", default=Path("site"))
@@ -378,6 +474,31 @@ def _parser() -> argparse.ArgumentParser:
     _add_target_args(p)
     p.add_argument("--no-import", action="store_true", help="skip the import check")
     p.add_argument("--cache", type=Path, default=None)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wheelfarm",
+        description="Build CUDA wheels for every (CUDA, torch, Python, platform), publish them "
+        "and index them for pip and uv.",
+    )
+    parser.add_argument("--version", action="version", version=f"wheelfarm {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, handler: Handler, text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=text, description=text)
+        p.set_defaults(handler=handler)
+        p.add_argument(
+            "--matrix",
+            type=Path,
+            default=MATRIX_DIR,
+            help="folder with torch.yaml, arch.yaml, farm.yaml and packages/",
+        )
+        return p
+
+    _matrix_commands(add)
+    _build_commands(add)
+    _site_commands(add)
     return parser
 
 

@@ -17,8 +17,9 @@ class ConfigError(WheelfarmError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
-        super().__init__(f"invalid matrix configuration ({count}):\n" + "\n".join(
-            f"  - {p}" for p in problems))
+        super().__init__(
+            f"invalid matrix configuration ({count}):\n" + "\n".join(f"  - {p}" for p in problems)
+        )
 
 
 class PlanError(WheelfarmError):
@@ -46,7 +47,9 @@ class VerifyError(WheelfarmError):
 
     def __init__(self, wheel: str, problems: list[str]) -> None:
         self.problems = problems
-        super().__init__(f"{wheel} failed verification:\n" + "\n".join(f"  - {p}" for p in problems))
+        super().__init__(
+            f"{wheel} failed verification:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
 
 
 class SiteError(WheelfarmError):

@@ -16,7 +16,12 @@ RETRIES = 4
 
 
 class HttpError(WheelfarmError):
-    """A request failed for good (4xx, or 5xx after every retry)."""
+    """A request failed for good (4xx, or 5xx after every retry); `status` is None when no
+    response came."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _wait_seconds(response: requests.Response | None, attempt: int) -> float:
@@ -32,11 +37,18 @@ def _wait_seconds(response: requests.Response | None, attempt: int) -> float:
 
 def _rate_limited(response: requests.Response) -> bool:
     return response.status_code in (403, 429) and (
-        response.headers.get("X-RateLimit-Remaining") == "0" or "Retry-After" in response.headers)
+        response.headers.get("X-RateLimit-Remaining") == "0" or "Retry-After" in response.headers
+    )
 
 
-def request(session: requests.Session, method: str, url: str, *,
-            sleep: object = time.sleep, **kwargs: object) -> requests.Response:
+def request(
+    session: requests.Session,
+    method: str,
+    url: str,
+    *,
+    sleep: object = time.sleep,
+    **kwargs: object,
+) -> requests.Response:
     """Send with retries; return the response for 2xx/3xx, raise HttpError otherwise."""
     response: requests.Response | None = None
     for attempt in range(RETRIES + 1):
@@ -56,8 +68,22 @@ def request(session: requests.Session, method: str, url: str, *,
     assert response is not None  # noqa: S101 - the loop always sends once
     if response.status_code >= 400:  # noqa: PLR2004
         msg = f"{method} {url}: HTTP {response.status_code}: {response.text[:300]}"
-        raise HttpError(msg)
+        raise HttpError(msg, response.status_code)
     return response
+
+
+def parse_sha256sums(text: str) -> dict[str, str]:
+    r"""`sha256sum` output (`HASH  NAME` or `HASH *NAME` lines) as name -> hash.
+
+    >>> parse_sha256sums("ab  x.whl\ncd *y.whl\n")
+    {'x.whl': 'ab', 'y.whl': 'cd'}
+    """
+    out = {}
+    for line in text.splitlines():
+        digest, _, name = line.strip().partition(" ")
+        if digest and name.strip():
+            out[name.strip().lstrip("*")] = digest
+    return out
 
 
 def sha256_file(path: Path) -> str:
@@ -68,8 +94,9 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def download(url: str, dest: Path, sha256: str, *,
-             headers: Mapping[str, str] | None = None) -> Path:
+def download(
+    url: str, dest: Path, sha256: str, *, headers: Mapping[str, str] | None = None
+) -> Path:
     """Download to `dest` (kept if already there with the right hash); verify sha256."""
     if dest.is_file() and sha256_file(dest) == sha256:
         return dest

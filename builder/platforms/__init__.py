@@ -11,8 +11,9 @@ from wheelfarm.builder.platforms import linux, windows
 class Platform(Protocol):
     os_name: str
 
-    def repair(self, wheel: Path, out_dir: Path, *, plat: str, torch_lib: Path | None,
-               log: Path) -> Path:
+    def repair(
+        self, wheel: Path, out_dir: Path, *, plat: str, torch_lib: Path | None, log: Path
+    ) -> Path:
         """Vendor what the wheel needs except torch/CUDA libraries; return the repaired wheel."""
         ...
 

@@ -8,27 +8,42 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from packaging.utils import parse_wheel_filename
+from wheelfarm.builder.wheelfile import dist_info, write_wheel
 
 pytestmark = pytest.mark.integration
 
 
-def wheelfarm(*args: str | Path, check: bool = True, cwd: Path | None = None,
-              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def wheelfarm(
+    *args: str | Path,
+    check: bool = True,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run the real CLI as a subprocess, as a user would."""
-    result = subprocess.run([sys.executable, "-m", "wheelfarm", *map(str, args)], text=True,
-                            capture_output=True, cwd=cwd, env=env, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "wheelfarm", *map(str, args)],
+        text=True,
+        capture_output=True,
+        cwd=cwd,
+        env=env,
+        check=False,
+    )
     if check and result.returncode != 0:
-        pytest.fail(f"wheelfarm {' '.join(map(str, args))} exited {result.returncode}:\n"
-                    f"{result.stdout}\n{result.stderr[-4000:]}")
+        pytest.fail(
+            f"wheelfarm {' '.join(map(str, args))} exited {result.returncode}:\n"
+            f"{result.stdout}\n{result.stderr[-4000:]}"
+        )
     return result
 
 
 @pytest.fixture(scope="session")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def cache_dir() -> Path:
     if os.environ.get("WHEELFARM_CACHE"):
         return Path(os.environ["WHEELFARM_CACHE"])
     return Path.home() / ".cache" / "wheelfarm"
@@ -58,11 +73,22 @@ def fresh_venv(path: Path, torch_env: Path) -> Path:
     shutil.rmtree(path, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", path], check=True)
     py = path / "bin" / "python"
-    site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    base = subprocess.run([torch_env / "bin" / "python", "-c",
-                           "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    site = subprocess.run(
+        [py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    base = subprocess.run(
+        [
+            torch_env / "bin" / "python",
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     Path(site, "_torch_env.pth").write_text(base + "\n")
     return py
 
@@ -70,12 +96,6 @@ def fresh_venv(path: Path, torch_env: Path) -> Path:
 def retag(wheel: Path, dest_dir: Path, *, label: str, python: str) -> Path:
     """A copy of a real farm wheel under another label and Python tag: the 'other combos'
     of a served index (valid wheels; their binaries are the demo's)."""
-    import zipfile  # noqa: PLC0415
-
-    from packaging.utils import parse_wheel_filename  # noqa: PLC0415
-
-    from wheelfarm.builder.wheelfile import dist_info, write_wheel  # noqa: PLC0415
-
     _, version, _, tags = parse_wheel_filename(wheel.name)
     platform = next(iter(tags)).platform
     new_version = f"{version.public}+{label}"
@@ -83,13 +103,15 @@ def retag(wheel: Path, dest_dir: Path, *, label: str, python: str) -> Path:
         files = {n: zf.read(n) for n in zf.namelist()}
     old = dist_info(list(files))
     new = f"{old.rsplit('-', 1)[0]}-{new_version}.dist-info"
-    files = {(new + n[len(old):] if n.startswith(old + "/") else n): d for n, d in files.items()}
+    files = {(new + n[len(old) :] if n.startswith(old + "/") else n): d for n, d in files.items()}
     files[f"{new}/METADATA"] = files[f"{new}/METADATA"].replace(
-        f"Version: {version}".encode(), f"Version: {new_version}".encode())
+        f"Version: {version}".encode(), f"Version: {new_version}".encode()
+    )
     wheel_meta = files[f"{new}/WHEEL"].decode()
     files[f"{new}/WHEEL"] = "\n".join(
         f"Tag: {python}-{python}-{platform}" if line.startswith("Tag:") else line
-        for line in wheel_meta.split("\n")).encode()
+        for line in wheel_meta.split("\n")
+    ).encode()
     dest = dest_dir / f"{wheel.name.split('-')[0]}-{new_version}-{python}-{python}-{platform}.whl"
     write_wheel(dest, files, new)
     return dest

@@ -10,7 +10,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from wheelfarm.builder.wheelfile import dist_info, write_wheel
 
 from .conftest import DemoBuild, fresh_venv, wheelfarm
@@ -23,13 +22,25 @@ def test_demo_wheel_is_repaired_labelled_and_imports(demo_build: DemoBuild, tmp_
     assert "+cu130torch2.14-" in wheel.name
     assert "-manylinux_" in wheel.name  # auditwheel repaired it
     assert demo_build.record["archs_found"] == {
-        next(iter(demo_build.record["archs_found"])): {"cubins": ["sm_80", "sm_90"], "ptx": ["sm_90"]}}
+        next(iter(demo_build.record["archs_found"])): {
+            "cubins": ["sm_80", "sm_90"],
+            "ptx": ["sm_90"],
+        }
+    }
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
-    subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", wheel], check=True)
-    show = subprocess.run([py, "-m", "pip", "show", "wheelfarm-demo"], check=True, capture_output=True, text=True).stdout
+    subprocess.run(
+        [py, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", wheel], check=True
+    )
+    show = subprocess.run(
+        [py, "-m", "pip", "show", "wheelfarm-demo"], check=True, capture_output=True, text=True
+    ).stdout
     assert "Version: 0.1.0+cu130torch2.14" in show
-    out = subprocess.run([py, "-c", "import torch, wheelfarm_demo; print(wheelfarm_demo._C.saxpy.__doc__)"],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [py, "-c", "import torch, wheelfarm_demo; print(wheelfarm_demo._C.saxpy.__doc__)"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert "alpha * x + y" in out
 
 
@@ -37,11 +48,21 @@ def test_verify_reports_exactly_the_policy_archs(demo_build: DemoBuild) -> None:
     result = wheelfarm("verify", demo_build.wheel, "--local", "--no-import")
     assert "SASS sm_80 sm_90; PTX sm_90" in result.stdout
     cp = f"cp{sys.version_info[0]}{sys.version_info[1]}"
-    assert result.stdout.strip().endswith(f"matches wheelfarm-demo-0.1.0-cu130torch2.14-{cp}-linux_x86_64")
+    assert result.stdout.strip().endswith(
+        f"matches wheelfarm-demo-0.1.0-cu130torch2.14-{cp}-linux_x86_64"
+    )
 
 
 def test_verify_fails_a_missing_arch(demo_build: DemoBuild) -> None:
-    result = wheelfarm("verify", demo_build.wheel, "--local", "--no-import", "--archs", "8.0;9.0;10.0+PTX", check=False)
+    result = wheelfarm(
+        "verify",
+        demo_build.wheel,
+        "--local",
+        "--no-import",
+        "--archs",
+        "8.0;9.0;10.0+PTX",
+        check=False,
+    )
     assert result.returncode == 6
     assert "missing SASS for sm_100" in result.stderr
     assert "unexpected PTX for sm_90" in result.stderr
@@ -72,12 +93,17 @@ def test_verify_fails_a_vendored_libtorch(demo_build: DemoBuild, tmp_path: Path)
 def test_verify_fails_filename_metadata_mismatch(demo_build: DemoBuild, tmp_path: Path) -> None:
     def wrong_version(files: dict[str, bytes], info: str) -> None:
         meta = files[f"{info}/METADATA"].decode()
-        files[f"{info}/METADATA"] = meta.replace("Version: 0.1.0+cu130torch2.14", "Version: 0.1.0+cu130torch2.13").encode()
+        files[f"{info}/METADATA"] = meta.replace(
+            "Version: 0.1.0+cu130torch2.14", "Version: 0.1.0+cu130torch2.13"
+        ).encode()
 
     bad = _tamper(demo_build.wheel, tmp_path, wrong_version)
     result = wheelfarm("verify", bad, "--local", "--no-import", check=False)
     assert result.returncode == 6
-    assert "METADATA Version '0.1.0+cu130torch2.13' != file name version '0.1.0+cu130torch2.14'" in result.stderr
+    assert (
+        "METADATA Version '0.1.0+cu130torch2.13' != file name version '0.1.0+cu130torch2.14'"
+        in result.stderr
+    )
 
 
 def test_verify_fails_a_renamed_wheel(demo_build: DemoBuild, tmp_path: Path) -> None:
@@ -91,8 +117,20 @@ def test_verify_fails_a_renamed_wheel(demo_build: DemoBuild, tmp_path: Path) -> 
 @pytest.mark.slow
 def test_causal_conv1d_builds_repairs_and_verifies(tmp_path: Path, cache_dir: Path) -> None:
     """Upstream causal-conv1d 1.7.0 sdist (sha256-checked, arch patch applied), sm_90 only."""
-    result = wheelfarm("build", "--local", "--package", "causal-conv1d", "--archs", "9.0",
-                       "--out", tmp_path / "out", "--work", tmp_path / "work", "--cache", cache_dir)
+    result = wheelfarm(
+        "build",
+        "--local",
+        "--package",
+        "causal-conv1d",
+        "--archs",
+        "9.0",
+        "--out",
+        tmp_path / "out",
+        "--work",
+        tmp_path / "work",
+        "--cache",
+        cache_dir,
+    )
     wheel = Path(result.stdout.strip().splitlines()[-1])
     cp = f"cp{sys.version_info[0]}{sys.version_info[1]}"
     assert wheel.name.startswith(f"causal_conv1d-1.7.0+cu130torch2.14-{cp}-{cp}-manylinux_")

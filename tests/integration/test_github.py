@@ -7,19 +7,20 @@ import hashlib
 from pathlib import Path
 
 import pytest
-
 from wheelfarm.builder.wheelfile import write_wheel
-from wheelfarm.errors import PublishError
 from wheelfarm.index.publish import GitHubPublisher, publish
 from wheelfarm.index.site import build_site
 from wheelfarm.index.sources import GitHubReleases
 
-from ..fakegithub import FakeGitHub, fake_github
+from tests.fakegithub import FakeGitHub, fake_github
+from wheelfarm.errors import PublishError
 
 pytestmark = pytest.mark.integration
 
 
-def make_wheel(folder: Path, name: str, version: str, py: str = "cp312", payload: bytes = b"") -> Path:
+def make_wheel(
+    folder: Path, name: str, version: str, py: str = "cp312", payload: bytes = b""
+) -> Path:
     """A small but complete wheel (METADATA, WHEEL, RECORD)."""
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
@@ -34,11 +35,15 @@ def make_wheel(folder: Path, name: str, version: str, py: str = "cp312", payload
 
 
 def test_publish_twice_uploads_nothing_the_second_time(tmp_path: Path) -> None:
-    wheels = [make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14", py) for py in ("cp311", "cp312")]
+    wheels = [
+        make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14", py) for py in ("cp311", "cp312")
+    ]
     with fake_github() as gh:
         pub = GitHubPublisher(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t")
         first = publish(wheels, pub)
-        assert sorted(first.uploaded) == sorted([w.name for w in wheels] + [f"{w.name}.metadata" for w in wheels])
+        assert sorted(first.uploaded) == sorted(
+            [w.name for w in wheels] + [f"{w.name}.metadata" for w in wheels]
+        )
         assert first.releases == {"demo-pkg-v1.0"}
         uploads_before = sum(1 for m, p in gh.log if m == "POST" and p.startswith("/uploads"))
         second = publish(wheels, pub)
@@ -59,8 +64,13 @@ def test_a_different_asset_with_the_same_name_is_refused(tmp_path: Path) -> None
         pub = GitHubPublisher(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t")
         publish([wheel], pub)
         (tmp_path / "rebuilt").mkdir()
-        rebuilt = make_wheel(tmp_path / "rebuilt", "demo-pkg", "1.0+cu130torch2.14", payload=b"rebuilt")
-        with pytest.raises(PublishError, match="already published in release 'demo-pkg-v1.0' with different bytes"):
+        rebuilt = make_wheel(
+            tmp_path / "rebuilt", "demo-pkg", "1.0+cu130torch2.14", payload=b"rebuilt"
+        )
+        with pytest.raises(
+            PublishError,
+            match=r"already published in release 'demo-pkg-v1\.0' with different bytes",
+        ):
             publish([rebuilt], pub)
         (release,) = gh.releases
         blob = gh.blobs[next(a["id"] for a in release["assets"] if a["name"] == wheel.name)]
@@ -87,8 +97,10 @@ def test_index_reads_three_pages_of_assets_through_a_rate_limit(tmp_path: Path) 
     plus a second release: three asset pages in all; one 403 rate-limit answer on the way."""
     house = tmp_path / "house"
     house.mkdir()
-    wheels = [make_wheel(house, "demo-pkg", "1.0+cu130torch2.14", f"cp3{10 + i}", payload=str(i).encode())
-              for i in range(4)]
+    wheels = [
+        make_wheel(house, "demo-pkg", "1.0+cu130torch2.14", f"cp3{10 + i}", payload=str(i).encode())
+        for i in range(4)
+    ]
     many = [make_wheel(house, f"pkg-{i:03d}", "2.0+cu126torch2.13") for i in range(85)]
     slept: list[float] = []
     with fake_github(FakeGitHub(with_digest=False)) as gh:
@@ -97,18 +109,32 @@ def test_index_reads_three_pages_of_assets_through_a_rate_limit(tmp_path: Path) 
         big = gh.add_release("many-v2.0")
         for w in many:
             gh.add_asset(big, w.name, w.read_bytes())
-            gh.add_asset(big, w.name + ".metadata", b"Metadata-Version: 2.1\nName: x\nVersion: 2.0\nRequires-Python: >=3.9\n")
-        gh.add_asset(big, "SHA256SUMS", "".join(f"{hashlib.sha256(w.read_bytes()).hexdigest()}  {w.name}\n" for w in many).encode())
+            gh.add_asset(
+                big,
+                w.name + ".metadata",
+                b"Metadata-Version: 2.1\nName: x\nVersion: 2.0\nRequires-Python: >=3.9\n",
+            )
+        gh.add_asset(
+            big,
+            "SHA256SUMS",
+            "".join(
+                f"{hashlib.sha256(w.read_bytes()).hexdigest()}  {w.name}\n" for w in many
+            ).encode(),
+        )
         gh.rate_limited[f"/repos/{gh.repo}/releases/{big['id']}/assets"] = 1
         source = GitHubReleases(gh.repo, api=gh.base, token="t", sleep=slept.append)
         entries = source.entries(None, {})
         asset_pages = [p for m, p in gh.log if m == "GET" and "/assets?" in p]
     assert len(entries) == 89
-    assert len([p for p in asset_pages if f"/releases/{big['id']}/" in p]) == 3  # page 1 (403, retried) + 2
+    assert (
+        len([p for p in asset_pages if f"/releases/{big['id']}/" in p]) == 3
+    )  # page 1 (403, retried) + 2
     assert len(asset_pages) >= 3
     assert len(slept) == 1 and 0 <= slept[0] <= 2  # honoured X-RateLimit-Reset
     by_name = {e.filename: e for e in entries}
-    assert by_name[many[7].name].sha256 == hashlib.sha256(many[7].read_bytes()).hexdigest()  # from SHA256SUMS
+    assert (
+        by_name[many[7].name].sha256 == hashlib.sha256(many[7].read_bytes()).hexdigest()
+    )  # from SHA256SUMS
     assert by_name[many[7].name].requires_python == ">=3.9"
     assert by_name[wheels[0].name].url.startswith(f"{gh.base}/download/demo-pkg-v1.0/")
     result = build_site(entries, tmp_path / "site")

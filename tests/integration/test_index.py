@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from wheelfarm.index.serve import served
 
 from .conftest import DemoBuild, fresh_venv, retag, wheelfarm
@@ -23,12 +22,19 @@ UV = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("
 
 
 @pytest.fixture(scope="module")
-def served_site(demo_build: DemoBuild, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+def served_site(
+    demo_build: DemoBuild, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Path, str]]:
     house = tmp_path_factory.mktemp("house")
     shutil.copy(demo_build.wheel, house)
     shutil.copy(demo_build.wheel.with_name(demo_build.wheel.name + ".build.json"), house)
     retag(demo_build.wheel, house, label="cu126torch2.14", python=CP)
-    retag(demo_build.wheel, house, label="cu130torch2.13", python="cp312" if CP != "cp312" else "cp313")
+    retag(
+        demo_build.wheel,
+        house,
+        label="cu130torch2.13",
+        python="cp312" if CP != "cp312" else "cp313",
+    )
     site = tmp_path_factory.mktemp("site")
     wheelfarm("index", "--wheelhouse", house, "--out", site)
     with served(site) as url:
@@ -37,21 +43,29 @@ def served_site(demo_build: DemoBuild, tmp_path_factory: pytest.TempPathFactory)
 
 def _pip(py: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    return subprocess.run([py, "-m", "pip", *args], capture_output=True, text=True, env=env, check=False)
+    return subprocess.run(
+        [py, "-m", "pip", *args], capture_output=True, text=True, env=env, check=False
+    )
 
 
 def test_site_layout_and_hashes(served_site: tuple[Path, str], demo_build: DemoBuild) -> None:
     site, _ = served_site
     page = (site / "cu130" / "torch2.14" / "wheelfarm-demo" / "index.html").read_text()
     assert demo_build.record["wheel"]["sha256"] in page
-    assert 'data-core-metadata="sha256=' in page and "data-requires-python=\"&gt;=3.9\"" in page
+    assert 'data-core-metadata="sha256=' in page and 'data-requires-python="&gt;=3.9"' in page
     assert (site / "files" / (demo_build.wheel.name + ".metadata")).is_file()
     manifest = json.loads((site / "packages.json").read_text())
-    assert {w["label"] for w in manifest["wheels"]} == {"cu130torch2.14", "cu126torch2.14", "cu130torch2.13"}
+    assert {w["label"] for w in manifest["wheels"]} == {
+        "cu130torch2.14",
+        "cu126torch2.14",
+        "cu130torch2.13",
+    }
     assert (site / "cu126" / "torch2.14" / "wheelfarm-demo" / "index.html").is_file()
 
 
-def test_pip_installs_the_matching_wheel_with_hash_checked(served_site: tuple[Path, str], demo_build: DemoBuild, tmp_path: Path) -> None:
+def test_pip_installs_the_matching_wheel_with_hash_checked(
+    served_site: tuple[Path, str], demo_build: DemoBuild, tmp_path: Path
+) -> None:
     _, url = served_site
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
     # only our index: nothing of ours can come from anywhere else
@@ -62,7 +76,9 @@ def test_pip_installs_the_matching_wheel_with_hash_checked(served_site: tuple[Pa
     subprocess.run([py, "-c", "import torch, wheelfarm_demo"], check=True)
 
 
-def test_pip_refuses_a_wrong_hash(served_site: tuple[Path, str], demo_build: DemoBuild, tmp_path: Path) -> None:
+def test_pip_refuses_a_wrong_hash(
+    served_site: tuple[Path, str], demo_build: DemoBuild, tmp_path: Path
+) -> None:
     site, _ = served_site
     bad = tmp_path / "bad"
     shutil.copytree(site, bad)
@@ -70,23 +86,48 @@ def test_pip_refuses_a_wrong_hash(served_site: tuple[Path, str], demo_build: Dem
     page.write_text(page.read_text().replace(demo_build.record["wheel"]["sha256"], "0" * 64))
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
     with served(bad) as url:
-        result = _pip(py, "install", "--no-cache-dir", "--index-url", f"{url}cu130/torch2.14/", "wheelfarm-demo")
+        result = _pip(
+            py,
+            "install",
+            "--no-cache-dir",
+            "--index-url",
+            f"{url}cu130/torch2.14/",
+            "wheelfarm-demo",
+        )
     assert result.returncode != 0
     assert "HASHES" in result.stderr.upper()
 
 
 @pytest.mark.skipif(UV is None, reason="uv is installed by the test extra")
-def test_uv_installs_the_matching_wheel(served_site: tuple[Path, str], demo_build: DemoBuild, tmp_path: Path) -> None:
+def test_uv_installs_the_matching_wheel(
+    served_site: tuple[Path, str], demo_build: DemoBuild, tmp_path: Path
+) -> None:
     _, url = served_site
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
-    result = subprocess.run([UV, "pip", "install", "--python", py, "--no-cache", "--index-url",
-                             f"{url}cu130/torch2.14/", "wheelfarm-demo"], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [
+            UV,
+            "pip",
+            "install",
+            "--python",
+            py,
+            "--no-cache",
+            "--index-url",
+            f"{url}cu130/torch2.14/",
+            "wheelfarm-demo",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert "wheelfarm-demo==0.1.0+cu130torch2.14" in result.stderr
     subprocess.run([py, "-c", "import torch, wheelfarm_demo"], check=True)
 
 
-def test_a_combo_without_a_matching_wheel_installs_nothing(served_site: tuple[Path, str], demo_build: DemoBuild, tmp_path: Path) -> None:
+def test_a_combo_without_a_matching_wheel_installs_nothing(
+    served_site: tuple[Path, str], demo_build: DemoBuild, tmp_path: Path
+) -> None:
     _, url = served_site
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
     result = _pip(py, "install", "--index-url", f"{url}cu130/torch2.13/", "wheelfarm-demo")
@@ -95,11 +136,22 @@ def test_a_combo_without_a_matching_wheel_installs_nothing(served_site: tuple[Pa
     assert _pip(py, "show", "wheelfarm-demo").returncode != 0
 
 
-def test_local_farm_prints_a_working_pip_command(demo_build: DemoBuild, tmp_path: Path, cache_dir: Path) -> None:
+def test_local_farm_prints_a_working_pip_command(
+    demo_build: DemoBuild, tmp_path: Path, cache_dir: Path
+) -> None:
     """README's main command, end to end: plan -> build -> local site -> printed pip command."""
     store = tmp_path / "store"
-    result = wheelfarm("farm", "--store", store, "--site", tmp_path / "site", "--work", tmp_path / "work",
-                       "--cache", cache_dir)
+    result = wheelfarm(
+        "farm",
+        "--store",
+        store,
+        "--site",
+        tmp_path / "site",
+        "--work",
+        tmp_path / "work",
+        "--cache",
+        cache_dir,
+    )
     pip_line = next(line for line in result.stdout.splitlines() if line.startswith("pip install"))
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
     installed = _pip(py, *pip_line.split()[1:])

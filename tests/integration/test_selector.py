@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from wheelfarm.index.serve import served
 
 from .conftest import DemoBuild, retag, wheelfarm
@@ -25,14 +24,22 @@ CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 def browser() -> Iterator[object]:
     if CHROMIUM is None or DRIVER is None:
         pytest.fail("chromium and chromedriver are needed (scripts/test.sh installs them with apt)")
-    from selenium import webdriver  # noqa: PLC0415
-    from selenium.webdriver.chrome.service import Service  # noqa: PLC0415
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1200,1400"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1200,1400",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=Service(DRIVER))
     yield driver
@@ -52,36 +59,53 @@ def site(demo_build: DemoBuild, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 def _choose(driver: object, select_id: str, value: str) -> None:
-    from selenium.webdriver.common.by import By  # noqa: PLC0415
-    from selenium.webdriver.support.ui import Select  # noqa: PLC0415
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     Select(driver.find_element(By.ID, select_id)).select_by_value(value)  # type: ignore[attr-defined]
 
 
 def test_selector_gives_the_exact_commands(browser: object, site: Path, tmp_path: Path) -> None:
-    from selenium.webdriver.common.by import By  # noqa: PLC0415
-    from selenium.webdriver.support.ui import WebDriverWait  # noqa: PLC0415
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     driver = browser
     with served(site) as url:
         driver.get(url)  # type: ignore[attr-defined]
-        WebDriverWait(driver, 20).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
+        WebDriverWait(driver, 20).until(
+            lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true"
+        )
         text = lambda i: driver.find_element(By.ID, i).text  # type: ignore[attr-defined]  # noqa: E731
         other_py = f"3.{OTHER_CP[3:]}"
         _choose(driver, "package", "wheelfarm-demo")
         _choose(driver, "platform", "linux_x86_64")
         _choose(driver, "python", other_py)
-        assert text("pip-command") == f'pip install "wheelfarm-demo==0.1.0+cu130torch2.13" --extra-index-url {url}cu130/torch2.13/'
+        assert (
+            text("pip-command")
+            == f'pip install "wheelfarm-demo==0.1.0+cu130torch2.13" --extra-index-url {url}cu130/torch2.13/'
+        )
         here_py = f"3.{CP[3:]}"
         _choose(driver, "python", here_py)
         _choose(driver, "torch", "2.14")
         _choose(driver, "cuda", "cu126")
-        assert text("pip-command") == f'pip install "wheelfarm-demo==0.1.0+cu126torch2.14" --extra-index-url {url}cu126/torch2.14/'
-        assert text("uv-command") == f'uv pip install "wheelfarm-demo==0.1.0+cu126torch2.14" --extra-index-url {url}cu126/torch2.14/'
+        assert (
+            text("pip-command")
+            == f'pip install "wheelfarm-demo==0.1.0+cu126torch2.14" --extra-index-url {url}cu126/torch2.14/'
+        )
+        assert (
+            text("uv-command")
+            == f'uv pip install "wheelfarm-demo==0.1.0+cu126torch2.14" --extra-index-url {url}cu126/torch2.14/'
+        )
         pinned = text("uv-pinned")
-        assert '[[tool.uv.index]]' in pinned and f'url = "{url}cu126/torch2.14/"' in pinned and "explicit = true" in pinned
+        assert (
+            "[[tool.uv.index]]" in pinned
+            and f'url = "{url}cu126/torch2.14/"' in pinned
+            and "explicit = true" in pinned
+        )
         assert 'wheelfarm-demo = { index = "wheelfarm-cu126-torch2.14" }' in pinned
         link = driver.find_element(By.CSS_SELECTOR, "#direct a")  # type: ignore[attr-defined]
-        assert link.get_attribute("href").startswith(f"{url}files/wheelfarm_demo-0.1.0%2Bcu126torch2.14-")
+        assert link.get_attribute("href").startswith(
+            f"{url}files/wheelfarm_demo-0.1.0%2Bcu126torch2.14-"
+        )
         shot = Path(os.environ.get("WHEELFARM_SCREENSHOTS", tmp_path)) / "selector.png"
         driver.save_screenshot(str(shot))  # type: ignore[attr-defined]

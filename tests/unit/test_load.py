@@ -4,9 +4,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from wheelfarm.matrix.load import load_matrix
 
 from wheelfarm.errors import ConfigError
-from wheelfarm.matrix.load import load_matrix
 
 from .conftest import package_yaml
 
@@ -20,16 +20,24 @@ def test_shipped_matrix_is_valid() -> None:
 
 
 def test_every_error_at_once_with_file_line_key_and_hint(matrix_dir: Callable[..., Path]) -> None:
-    root = matrix_dir({
-        "typo-pkg": package_yaml("typo-pkg", extra="""\
+    root = matrix_dir(
+        {
+            "typo-pkg": package_yaml(
+                "typo-pkg",
+                extra="""\
             constraints:
               platfroms: [linux_x86_64]
-            """),
-        "bad-platform": package_yaml("bad-platform", extra="""\
+            """,
+            ),
+            "bad-platform": package_yaml(
+                "bad-platform",
+                extra="""\
             exclude:
               - {platform: linux_x64, reason: "no arm"}
-            """),
-    })
+            """,
+            ),
+        }
+    )
     with pytest.raises(ConfigError) as info:
         load_matrix(root)
     problems = info.value.problems
@@ -44,7 +52,9 @@ def test_every_error_at_once_with_file_line_key_and_hint(matrix_dir: Callable[..
 
 def test_unknown_top_level_key_is_an_error(matrix_dir: Callable[..., Path]) -> None:
     root = matrix_dir({"pkg": package_yaml("pkg", extra="improt: [pkg]\n")})
-    with pytest.raises(ConfigError, match=r"pkg.yaml:9: improt: unknown key 'improt'.*did you mean 'import'"):
+    with pytest.raises(
+        ConfigError, match=r"pkg.yaml:9: improt: unknown key 'improt'.*did you mean 'import'"
+    ):
         load_matrix(root)
 
 
@@ -54,12 +64,19 @@ def test_yaml_syntax_error_names_the_line(matrix_dir: Callable[..., Path]) -> No
         load_matrix(root)
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    ("constraints: {torch: '=>2.6'}\n", "'=>2.6' is not a PEP 440 specifier"),
-    ("arch: {via: env}\n", "arch.env: required when via is 'env'"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("constraints: {torch: '=>2.6'}\n", "'=>2.6' is not a PEP 440 specifier"),
+        ("arch: {via: env}\n", "arch.env: required when via is 'env'"),
+    ],
+)
 def test_semantic_errors(matrix_dir: Callable[..., Path], extra: str, message: str) -> None:
-    text = package_yaml("pkg").replace("arch: {via: torch}\n", "") if "arch:" in extra else package_yaml("pkg")
+    text = (
+        package_yaml("pkg").replace("arch: {via: torch}\n", "")
+        if "arch:" in extra
+        else package_yaml("pkg")
+    )
     root = matrix_dir({"pkg": text + extra})
     with pytest.raises(ConfigError, match=message):
         load_matrix(root)
@@ -74,12 +91,16 @@ def test_file_name_must_match_package_name(matrix_dir: Callable[..., Path]) -> N
 def test_bad_source_shape_lists_the_forms(matrix_dir: Callable[..., Path]) -> None:
     text = package_yaml("pkg").replace('{sdist: pkg, sha256: "' + "a" * 64 + '"}', "{url: x}")
     root = matrix_dir({"pkg": text})
-    with pytest.raises(ConfigError, match=r"versions\[0\]\.source: .* is not a source: use \{sdist"):
+    with pytest.raises(
+        ConfigError, match=r"versions\[0\]\.source: .* is not a source: use \{sdist"
+    ):
         load_matrix(root)
 
 
 def test_arch_override_outside_toolkit_support(matrix_dir: Callable[..., Path]) -> None:
-    text = package_yaml("pkg").replace("arch: {via: torch}", "arch: {via: torch, override: [{archs: '5.0;9.0'}]}")
+    text = package_yaml("pkg").replace(
+        "arch: {via: torch}", "arch: {via: torch, override: [{archs: '5.0;9.0'}]}"
+    )
     root = matrix_dir({"pkg": text})
     with pytest.raises(ConfigError, match=r"5.0 not compiled by CUDA 13.0"):
         load_matrix(root)

@@ -5,8 +5,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from wheelfarm.errors import PlanError
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
@@ -19,6 +17,8 @@ from wheelfarm.matrix.plan import (
     make_plan,
     shard,
 )
+
+from wheelfarm.errors import PlanError
 
 from .conftest import package_yaml
 
@@ -41,7 +41,11 @@ def test_cpython_one_build_per_cell(matrix_dir: Callable[..., Path]) -> None:
 
 
 def test_abi3_once_per_torch_cuda_platform(matrix_dir: Callable[..., Path]) -> None:
-    m = _matrix(matrix_dir, "{kind: abi3}", extra='constraints: {torch: ">=2.13", cuda: "==13.0", platforms: [linux_x86_64]}\n')
+    m = _matrix(
+        matrix_dir,
+        "{kind: abi3}",
+        extra='constraints: {torch: ">=2.13", cuda: "==13.0", platforms: [linux_x86_64]}\n',
+    )
     e = expand(m)
     assert len(e.cells) == 10
     assert sorted(b.id for b in e.builds) == [
@@ -51,9 +55,14 @@ def test_abi3_once_per_torch_cuda_platform(matrix_dir: Callable[..., Path]) -> N
     assert all(len(b.covers) == 5 for b in e.builds)
 
 
-def test_torch_stable_once_per_cuda_platform_against_lowest_torch(matrix_dir: Callable[..., Path]) -> None:
-    m = _matrix(matrix_dir, "{kind: torch-stable, min_torch: '2.10', python_abi3: true}",
-                extra='constraints: {cuda: "==13.0", platforms: [linux_x86_64]}\n')
+def test_torch_stable_once_per_cuda_platform_against_lowest_torch(
+    matrix_dir: Callable[..., Path],
+) -> None:
+    m = _matrix(
+        matrix_dir,
+        "{kind: torch-stable, min_torch: '2.10', python_abi3: true}",
+        extra='constraints: {cuda: "==13.0", platforms: [linux_x86_64]}\n',
+    )
     e = expand(m)
     assert len(e.builds) == 1
     (b,) = e.builds
@@ -65,8 +74,11 @@ def test_torch_stable_once_per_cuda_platform_against_lowest_torch(matrix_dir: Ca
 
 
 def test_torch_free_once_per_cuda_python_platform(matrix_dir: Callable[..., Path]) -> None:
-    m = _matrix(matrix_dir, "{kind: torch-free}",
-                extra='constraints: {cuda: "==13.0", platforms: [linux_x86_64], python: "==3.12.*"}\n')
+    m = _matrix(
+        matrix_dir,
+        "{kind: torch-free}",
+        extra='constraints: {cuda: "==13.0", platforms: [linux_x86_64], python: "==3.12.*"}\n',
+    )
     e = expand(m)
     assert [b.id for b in e.builds] == ["pkg-1.0.0-cu130-cp312-linux_x86_64"]
     assert e.builds[0].torch is None
@@ -76,12 +88,19 @@ def test_torch_free_once_per_cuda_python_platform(matrix_dir: Callable[..., Path
 def test_phantom_combinations_are_never_planned() -> None:
     m = load_matrix()
     e = expand(m)
-    shipped = {(r.minor, cuda, plat, py) for r in m.releases for cuda, plats in r.builds.items()
-               for plat in plats for py in r.pythons()}
+    shipped = {
+        (r.minor, cuda, plat, py)
+        for r in m.releases
+        for cuda, plats in r.builds.items()
+        for plat in plats
+        for py in r.pythons()
+    }
     for c in e.cells:
         assert (c.torch, c.cuda, c.platform, c.python) in shipped
     ids = {c.id for c in e.cells}
-    assert "flash-attn-2.8.3.post2-cu128-torch2.14-cp312-linux_x86_64" not in ids  # no cu128 after 2.11
+    assert (
+        "flash-attn-2.8.3.post2-cu128-torch2.14-cp312-linux_x86_64" not in ids
+    )  # no cu128 after 2.11
     assert "causal-conv1d-1.7.0-cu130-torch2.8-cp312-linux_x86_64" not in ids  # cu130 from 2.9
     assert "causal-conv1d-1.7.0-cu126-torch2.14-cp39-linux_x86_64" not in ids  # 3.9 dropped in 2.9
 
@@ -94,11 +113,23 @@ def test_incremental_skip_from_wheelhouse_and_manifest(tmp_path: Path) -> None:
     (wheels / "wheelfarm_demo-0.1.0+cu130torch2.14-cp312-cp312-manylinux_2_34_x86_64.whl").touch()
     filters = Filters(package=("wheelfarm-demo",), torch=("2.14",), platform=("linux_x86_64",))
     plan = make_plan(m, e, filters=filters, existing=existing_build_ids(wheels))
-    assert [b.id for b in plan.present] == ["wheelfarm-demo-0.1.0-cu130torch2.14-cp312-linux_x86_64"]
+    assert [b.id for b in plan.present] == [
+        "wheelfarm-demo-0.1.0-cu130torch2.14-cp312-linux_x86_64"
+    ]
     assert "cp312" not in {b.python_tag for b in plan.todo if b.cuda == "cu130"}
     manifest = tmp_path / "packages.json"
-    manifest.write_text(json.dumps({"version": 1, "wheels": [
-        {"filename": "wheelfarm_demo-0.1.0+cu130torch2.14-cp313-cp313-manylinux_2_28_x86_64.whl"}]}))
+    manifest.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "wheels": [
+                    {
+                        "filename": "wheelfarm_demo-0.1.0+cu130torch2.14-cp313-cp313-manylinux_2_28_x86_64.whl"
+                    }
+                ],
+            }
+        )
+    )
     plan2 = make_plan(m, e, filters=filters, existing=existing_build_ids(manifest))
     assert [b.python for b in plan2.present] == ["3.13"]
     text = explain(plan2, "wheelfarm-demo-0.1.0-cu130-torch2.14-cp313-linux_x86_64")
@@ -133,11 +164,20 @@ def test_github_output_is_valid_matrix_json() -> None:
     assert total == int(out["count"]) == len(plan.todo)
 
 
-@pytest.mark.parametrize(("filters", "message"), [
-    (Filters(cuda=("cu131",)), "--cuda 'cu131' matches nothing.*did you mean 'cu132'"),
-    (Filters(package=("flash_atn",)), "--package 'flash-atn' matches nothing.*did you mean 'flash-attn'"),
-    (Filters(package=("wheelfarm-demo",), cuda=("cu126",)), "the filters together select no build"),
-])
+@pytest.mark.parametrize(
+    ("filters", "message"),
+    [
+        (Filters(cuda=("cu131",)), "--cuda 'cu131' matches nothing.*did you mean 'cu132'"),
+        (
+            Filters(package=("flash_atn",)),
+            "--package 'flash-atn' matches nothing.*did you mean 'flash-attn'",
+        ),
+        (
+            Filters(package=("wheelfarm-demo",), cuda=("cu126",)),
+            "the filters together select no build",
+        ),
+    ],
+)
 def test_filter_matching_nothing_is_an_error(filters: Filters, message: str) -> None:
     m = load_matrix()
     with pytest.raises(PlanError, match=message):
@@ -147,8 +187,12 @@ def test_filter_matching_nothing_is_an_error(filters: Filters, message: str) -> 
 def test_explain_each_reason() -> None:
     m = load_matrix()
     plan = make_plan(m, expand(m))
-    assert "excluded by flash-attn.yaml:" in explain(plan, "flash-attn-2.8.3.post2-cu126-torch2.14-cp312-linux_aarch64")
-    assert "constraints.cuda >=13.0" in explain(plan, "wheelfarm-demo-0.1.0-cu126-torch2.14-cp312-linux_x86_64")
+    assert "excluded by flash-attn.yaml:" in explain(
+        plan, "flash-attn-2.8.3.post2-cu126-torch2.14-cp312-linux_aarch64"
+    )
+    assert "constraints.cuda >=13.0" in explain(
+        plan, "wheelfarm-demo-0.1.0-cu126-torch2.14-cp312-linux_x86_64"
+    )
     assert "built by" in explain(plan, "causal-conv1d-1.7.0-cu130-torch2.14-cp312-linux_x86_64")
     with pytest.raises(PlanError, match="no cell of this matrix"):
         explain(plan, "causal-conv1d-1.7.0-cu130-torch2.8-cp312-linux_x86_64")

@@ -3,20 +3,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from wheelfarm.errors import SiteError
 from wheelfarm.index.entries import Covered, WheelEntry, covers_from_name
 from wheelfarm.index.site import build_site
 from wheelfarm.index.sources import LocalFile
 from wheelfarm.matrix.load import load_matrix
 
+from wheelfarm.errors import SiteError
+
 SHA = "ab" * 32
 
 
 def entry(filename: str, **kw: object) -> WheelEntry:
-    base = {"filename": filename, "url": f"https://example.invalid/dl/{filename.replace('+', '%2B')}",
-            "sha256": SHA, "size": 10,
-            "covers": (Covered(cuda="cu130", torch="2.14", python="3.12", platform="linux_x86_64"),)}
+    base = {
+        "filename": filename,
+        "url": f"https://example.invalid/dl/{filename.replace('+', '%2B')}",
+        "sha256": SHA,
+        "size": 10,
+        "covers": (Covered(cuda="cu130", torch="2.14", python="3.12", platform="linux_x86_64"),),
+    }
     return WheelEntry(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -24,13 +28,21 @@ W = "flash_attn-2.8.3+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl"
 
 
 def test_project_page_is_pep503_with_escaping(tmp_path: Path) -> None:
-    e = entry(W, requires_python=">=3.9,<4", yanked='broken "kernels" <sm90>', metadata_sha256="cd" * 32)
+    e = entry(
+        W, requires_python=">=3.9,<4", yanked='broken "kernels" <sm90>', metadata_sha256="cd" * 32
+    )
     build_site([e], tmp_path)
     page = (tmp_path / "cu130" / "torch2.14" / "flash-attn" / "index.html").read_text()
-    assert f'href="https://example.invalid/dl/flash_attn-2.8.3%2Bcu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl#sha256={SHA}"' in page
+    assert (
+        f'href="https://example.invalid/dl/flash_attn-2.8.3%2Bcu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl#sha256={SHA}"'
+        in page
+    )
     assert 'data-requires-python="&gt;=3.9,&lt;4"' in page
     assert 'data-yanked="broken &#34;kernels&#34; &lt;sm90&gt;"' in page
-    assert f'data-core-metadata="sha256={"cd" * 32}" data-dist-info-metadata="sha256={"cd" * 32}"' in page
+    assert (
+        f'data-core-metadata="sha256={"cd" * 32}" data-dist-info-metadata="sha256={"cd" * 32}"'
+        in page
+    )
     assert f">{W}</a>" in page
     root = (tmp_path / "cu130" / "torch2.14" / "index.html").read_text()
     assert '<a href="flash-attn/">flash-attn</a>' in root
@@ -54,7 +66,9 @@ def test_unchanged_input_rewrites_nothing(tmp_path: Path) -> None:
 def test_refuses_to_lose_published_wheels(tmp_path: Path) -> None:
     other = W.replace("cp312-cp312", "cp311-cp311")
     build_site([entry(W), entry(other)], tmp_path)
-    with pytest.raises(SiteError, match=r"would drop 1 published wheel\(s\): .*cp311.*--allow-removal"):
+    with pytest.raises(
+        SiteError, match=r"would drop 1 published wheel\(s\): .*cp311.*--allow-removal"
+    ):
         build_site([entry(W)], tmp_path)
     result = build_site([entry(W)], tmp_path, allow_removal=True)
     assert result.written  # manifest and pages changed
@@ -74,7 +88,17 @@ def test_collapsed_wheels_are_listed_under_every_combo(tmp_path: Path) -> None:
     assert {c.torch for c in covers} == {"2.10", "2.11", "2.12", "2.13", "2.14"}
     assert {c.python for c in covers} == {"3.10", "3.11", "3.12", "3.13", "3.14"}
     free = covers_from_name("kern-1.0+cu126-cp312-cp312-win_amd64.whl", matrix)
-    assert {c.torch for c in free} == {"2.6", "2.7", "2.8", "2.9", "2.10", "2.11", "2.12", "2.13", "2.14"}
+    assert {c.torch for c in free} == {
+        "2.6",
+        "2.7",
+        "2.8",
+        "2.9",
+        "2.10",
+        "2.11",
+        "2.12",
+        "2.13",
+        "2.14",
+    }
     result = build_site([entry(stable, covers=covers)], tmp_path)
     assert result.combos == 5
     for minor in ("2.10", "2.14"):

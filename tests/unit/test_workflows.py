@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.plan import JOB_KEYS, github_outputs, make_plan
@@ -20,10 +19,18 @@ def test_build_workflows_read_exactly_the_plan_job_keys() -> None:
     for name in ("build-linux.yml", "build-windows.yml"):
         text = (WORKFLOWS / name).read_text()
         used = set(re.findall(r"matrix\.target\.([a-z_]+)", text))
-        assert used <= set(JOB_KEYS), f"{name} reads keys the plan does not emit: {used - set(JOB_KEYS)}"
-    used_anywhere = set().union(*(set(re.findall(r"matrix\.target\.([a-z_]+)", (WORKFLOWS / n).read_text()))
-                                  for n in ("build-linux.yml", "build-windows.yml")))
-    assert used_anywhere == set(JOB_KEYS), f"plan emits keys no workflow reads: {set(JOB_KEYS) - used_anywhere}"
+        assert used <= set(JOB_KEYS), (
+            f"{name} reads keys the plan does not emit: {used - set(JOB_KEYS)}"
+        )
+    used_anywhere = set().union(
+        *(
+            set(re.findall(r"matrix\.target\.([a-z_]+)", (WORKFLOWS / n).read_text()))
+            for n in ("build-linux.yml", "build-windows.yml")
+        )
+    )
+    assert used_anywhere == set(JOB_KEYS), (
+        f"plan emits keys no workflow reads: {set(JOB_KEYS) - used_anywhere}"
+    )
 
 
 def test_farm_reads_every_plan_output() -> None:

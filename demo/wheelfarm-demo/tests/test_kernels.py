@@ -3,7 +3,6 @@ the reason (the import test still runs)."""
 
 import pytest
 import torch
-
 import wheelfarm_demo
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")

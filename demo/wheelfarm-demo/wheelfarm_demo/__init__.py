@@ -10,7 +10,7 @@ __all__ = ["row_sum", "saxpy"]
 
 
 def saxpy(alpha: float, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """alpha * x + y, computed by the extension's kernel."""
+    """Alpha * x + y, computed by the extension's kernel."""
     return _C.saxpy(alpha, x, y)
 
 

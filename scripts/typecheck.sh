@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# mypy --strict over the installed layout: the package maps wheelfarm.matrix -> matrix/ (and
+# builder/, index/) through setuptools package-dir, which mypy cannot follow from the repo root,
+# so the check runs on a tree of symlinks shaped like the installed package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tree=.wheelfarm/typecheck
+rm -rf "$tree" && mkdir -p "$tree/wheelfarm"
+for f in wheelfarm/*.py; do ln -s "$PWD/$f" "$tree/wheelfarm/"; done
+for d in matrix builder index; do ln -s "$PWD/$d" "$tree/wheelfarm/$d"; done
+cd "$tree" && exec mypy --strict --config-file "$OLDPWD/pyproject.toml" -p wheelfarm

@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import struct
+import zipfile
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+from wheelfarm.builder import toolchain
+from wheelfarm.builder.binary import FATBIN_MAGIC, parse_fatbin
+from wheelfarm.builder.build import compile_env, max_jobs
+from wheelfarm.builder.target import resolve
+from wheelfarm.builder.verify import Expectation, verify_static
+from wheelfarm.builder.wheelfile import metadata, relabel, write_wheel
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.model import ArchList
+
+from wheelfarm.errors import BuildError, PlanError, ToolchainError
+
+
+def fatbin(entries: list[tuple[int, int]]) -> bytes:
+    """A fatbin container in NVIDIA's layout: (kind, sm) entries with tiny payloads."""
+    body = b""
+    for kind, sm in entries:
+        payload = b"\0" * 16
+        header = struct.pack("<HHIQ", kind, 0x101, 64, len(payload)) + b"\0" * 12
+        header += struct.pack("<I", sm) + b"\0" * (64 - 32)
+        body += header + payload
+    return struct.pack("<IHHQ", FATBIN_MAGIC, 1, 16, len(body)) + body
+
+
+def test_parse_fatbin_reads_sass_and_ptx_across_containers() -> None:
+    blob = fatbin([(2, 80), (2, 90), (1, 90)]) + b"\0" * 8 + fatbin([(2, 120)])
+    cubins, ptx = parse_fatbin(blob)
+    assert cubins == {"sm_80", "sm_90", "sm_120"}
+    assert ptx == {"sm_90"}
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        (
+            "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\n",
+            "13.0.88",
+        ),
+        ("Cuda compilation tools, release 12.6, V12.6.85", "12.6.85"),
+    ],
+)
+def test_nvcc_version(text: str, version: str) -> None:
+    assert str(toolchain.nvcc_version(text)) == version
+
+
+def test_nvcc_version_garbage_is_a_clear_error() -> None:
+    with pytest.raises(ToolchainError, match="cannot read the CUDA version"):
+        toolchain.nvcc_version("command not found")
+
+
+@pytest.mark.parametrize(
+    ("cuda", "gcc", "ok"),
+    [
+        ("12.6.3", "g++ (GCC) 13.3.1 20240611", True),
+        ("12.6.3", "g++ (GCC) 14.2.1 20250110", False),
+        ("13.0.88", "c++ (Debian 12.2.0-14+deb12u1) 12.2.0", True),
+    ],
+)
+def test_host_compiler_check(
+    monkeypatch: pytest.MonkeyPatch, cuda: str, gcc: str, ok: bool
+) -> None:
+    monkeypatch.setattr(toolchain, "call", lambda *a, **k: gcc + "\n")
+    if ok:
+        assert toolchain.check_compiler(Version(cuda), {}) == gcc
+    else:
+        with pytest.raises(ToolchainError, match=r"accepts gcc <= 13; set CXX/CC"):
+            toolchain.check_compiler(Version(cuda), {})
+
+
+def _wheel(tmp: Path, version: str = "1.0") -> Path:
+    info = f"demo_pkg-{version}.dist-info"
+    files = {
+        "demo_pkg/__init__.py": b"",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: demo-pkg\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nTag: cp312-cp312-linux_x86_64\n",
+    }
+    path = tmp / f"demo_pkg-{version}-cp312-cp312-linux_x86_64.whl"
+    write_wheel(path, files, info)
+    return path
+
+
+def test_relabel_rewrites_name_metadata_dist_info_and_record(tmp_path: Path) -> None:
+    out = relabel(_wheel(tmp_path), "cu130torch2.14", tmp_path / "out")
+    assert out.name == "demo_pkg-1.0+cu130torch2.14-cp312-cp312-linux_x86_64.whl"
+    assert metadata(out)["Version"] == "1.0+cu130torch2.14"
+    names = zipfile.ZipFile(out).namelist()
+    assert "demo_pkg-1.0+cu130torch2.14.dist-info/RECORD" in names
+    report = verify_static(
+        out,
+        Expectation(
+            name="demo-pkg",
+            version="1.0",
+            label="cu130torch2.14",
+            python_tag="cp312",
+            platform="linux_x86_64",
+            archs=ArchList.parse("9.0"),
+        ),
+    )
+    # only the missing device code is wrong: name, METADATA and RECORD agree
+    assert report.problems == ["no shared object carries CUDA device code (no fatbin)"]
+
+
+def test_relabel_refuses_a_different_existing_label(tmp_path: Path) -> None:
+    with pytest.raises(BuildError, match="already has local version 'cu126'"):
+        relabel(_wheel(tmp_path, "1.0+cu126"), "cu130torch2.14", tmp_path / "out")
+
+
+def test_compile_env_sets_arch_lists_label_and_jobs(tmp_path: Path) -> None:
+    matrix = load_matrix()
+    target = resolve(matrix, "flash-attn-2.8.3.post2-cu130torch2.14-cp312-linux_x86_64")
+    tc = toolchain.Toolchain(tmp_path, tmp_path / "bin" / "nvcc", Version("13.0.88"), "gcc")
+    env = compile_env(target, tc, tmp_path / "venv" / "bin", None, tmp_path, tmp_path / "cache")
+    assert env["TORCH_CUDA_ARCH_LIST"] == "8.0;9.0;10.0;12.0"
+    assert env["FLASH_ATTN_CUDA_ARCHS"] == "80;90;100;120"
+    assert env["FLASH_ATTN_LOCAL_VERSION"] == "cu130torch2.14"
+    assert env["FLASH_ATTENTION_FORCE_BUILD"] == "TRUE"
+    assert int(env["MAX_JOBS"]) == max_jobs(3.0)
+
+
+def test_resolve_unknown_build_id_suggests(tmp_path: Path) -> None:
+    with pytest.raises(
+        PlanError, match=r"did you mean 'causal-conv1d-1\.7\.0-cu130torch2\.14-cp312-linux_x86_64'"
+    ):
+        resolve(load_matrix(), "causal-conv1d-1.7.0-cu130torch2.14-cp312-linux_x86")
