@@ -4,6 +4,7 @@ release's SHA256SUMS or the wheel's build record: wheels themselves are never do
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -85,7 +86,7 @@ def _with_yank(entry: WheelEntry, yanked: dict[tuple[str, str], str]) -> WheelEn
     reason = yanked.get((entry.name, entry.version.public))
     if reason is None:
         return entry
-    return WheelEntry(**{**entry.__dict__, "yanked": reason})
+    return dataclasses.replace(entry, yanked=reason)
 
 
 def _link_next(response: requests.Response) -> str | None:

@@ -103,3 +103,29 @@ def test_collapsed_wheels_are_listed_under_every_combo(tmp_path: Path) -> None:
     assert result.combos == 5
     for minor in ("2.10", "2.14"):
         assert (tmp_path / "cu130" / f"torch{minor}" / "fa3" / "index.html").is_file()
+
+
+def test_yanked_version_in_yaml_marks_its_wheels(matrix_dir: object, tmp_path: Path) -> None:
+    from wheelfarm.builder.wheelfile import write_wheel
+    from wheelfarm.index.sources import from_wheelhouse, yanked_versions
+
+    from .conftest import package_yaml
+
+    text = package_yaml("demo-pkg").replace(
+        '    source: {sdist: demo-pkg, sha256: "' + "a" * 64 + '"}',
+        '    source: {sdist: demo-pkg, sha256: "' + "a" * 64 + '"}\n    yanked: "wrong sm_90 kernels"',
+    )
+    matrix = load_matrix(matrix_dir({"demo-pkg": text}))  # type: ignore[operator]
+    house = tmp_path / "house"
+    house.mkdir()
+    info = "demo_pkg-1.0.0+cu130torch2.14.dist-info"
+    write_wheel(house / "demo_pkg-1.0.0+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl", {
+        "demo_pkg/__init__.py": b"",
+        f"{info}/METADATA": b"Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0.0+cu130torch2.14\n",
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nTag: cp312-cp312-manylinux_2_28_x86_64\n"}, info)
+    entries, files = from_wheelhouse(house, matrix, yanked_versions(matrix))
+    assert entries[0].yanked == "wrong sm_90 kernels"
+    build_site(entries, tmp_path / "site", files=files)
+    page = (tmp_path / "site" / "cu130" / "torch2.14" / "demo-pkg" / "index.html").read_text()
+    assert 'data-yanked="wrong sm_90 kernels"' in page
+    assert 'href="../../../files/demo_pkg-1.0.0%2Bcu130torch2.14-' in page

@@ -1,0 +1,45 @@
+"""Source and toolchain paths that need real tools: git fetch of a pinned commit (from a local
+repository: GitHub is out of reach here), and a CUDA 13 toolkit assembled from NVIDIA's PyPI
+wheels."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+from wheelfarm.builder import toolchain
+from wheelfarm.builder.source import REPO_ROOT, fetch
+from wheelfarm.matrix.model import PackageVersion, Source
+
+pytestmark = pytest.mark.integration
+
+
+def test_git_source_checks_out_the_pinned_commit_and_patches(tmp_path: Path) -> None:
+    upstream = tmp_path / "upstream"
+    shutil.copytree(REPO_ROOT / "demo" / "wheelfarm-demo", upstream)
+    git = ["git", "-C", str(upstream), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git[:3], "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    (upstream / "setup.py").write_text("raise SystemExit('a later commit')\n")
+    subprocess.run([*git, "commit", "-qam", "two"], check=True)
+    source = PackageVersion(version=Version("0.1.0"),
+                            source=Source(git=upstream.as_uri(), commit=commit))
+    tree = fetch("wheelfarm-demo", source, tmp_path / "work", cache=tmp_path / "cache",
+                 sdist_index="unused", log=tmp_path / "log")
+    assert "CUDAExtension" in (tree / "setup.py").read_text()  # the pinned commit, not HEAD
+
+
+@pytest.mark.skipif(os.environ.get("WHEELFARM_SKIP_PYPI_TOOLKIT") == "1", reason="asked to skip")
+def test_cuda13_toolkit_from_pypi_wheels(tmp_path: Path) -> None:
+    home = toolchain.assemble_from_pypi("cu130", tmp_path / "tk", tmp_path / "log")
+    env = {"PATH": os.environ["PATH"], "CUDA_HOME": str(home)}
+    tc = toolchain.detect("cu130", env, work=tmp_path, log=tmp_path / "log")
+    assert tc.cuda_home == home
+    assert (tc.version.major, tc.version.minor) == (13, 0)
+    assert (home / "include" / "cuda_runtime.h").is_file()
