@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -20,7 +21,7 @@ class Windows:
         self, wheel: Path, out_dir: Path, *, plat: str, torch_lib: Path | None, log: Path
     ) -> Path:
         del plat  # delvewheel keeps win_amd64
-        excludes = ";".join(library_policy("windows").provided)
+        excludes = os.pathsep.join(library_policy("windows").provided)  # delvewheel: ';' on Windows
         add_path = ["--add-path", str(torch_lib)] if torch_lib is not None else []
         with tempfile.TemporaryDirectory(prefix="wheelfarm-repair-") as tmp:
             call(

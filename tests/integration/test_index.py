@@ -68,8 +68,7 @@ def test_pip_installs_the_matching_wheel_with_hash_checked(
 ) -> None:
     _, url = served_site
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
-    # only our index: nothing of ours can come from anywhere else
-    result = _pip(py, "install", "--index-url", f"{url}cu130/torch2.14/", "wheelfarm-demo")
+    result = _pip(py, "install", "--extra-index-url", f"{url}cu130/torch2.14/", "wheelfarm-demo")
     assert result.returncode == 0, result.stderr
     show = _pip(py, "show", "wheelfarm-demo").stdout
     assert "Version: 0.1.0+cu130torch2.14" in show
@@ -112,7 +111,7 @@ def test_uv_installs_the_matching_wheel(
             "--python",
             py,
             "--no-cache",
-            "--index-url",
+            "--extra-index-url",
             f"{url}cu130/torch2.14/",
             "wheelfarm-demo",
         ],

@@ -25,13 +25,22 @@ def test_git_source_checks_out_the_pinned_commit_and_patches(tmp_path: Path) -> 
     subprocess.run([*git[:3], "init", "-q"], check=True)
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "one"], check=True)
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        [*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     (upstream / "setup.py").write_text("raise SystemExit('a later commit')\n")
     subprocess.run([*git, "commit", "-qam", "two"], check=True)
-    source = PackageVersion(version=Version("0.1.0"),
-                            source=Source(git=upstream.as_uri(), commit=commit))
-    tree = fetch("wheelfarm-demo", source, tmp_path / "work", cache=tmp_path / "cache",
-                 sdist_index="unused", log=tmp_path / "log")
+    source = PackageVersion(
+        version=Version("0.1.0"), source=Source(git=upstream.as_uri(), commit=commit)
+    )
+    tree = fetch(
+        "wheelfarm-demo",
+        source,
+        tmp_path / "work",
+        cache=tmp_path / "cache",
+        sdist_index="unused",
+        log=tmp_path / "log",
+    )
     assert "CUDAExtension" in (tree / "setup.py").read_text()  # the pinned commit, not HEAD
 
 

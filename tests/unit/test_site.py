@@ -113,16 +113,23 @@ def test_yanked_version_in_yaml_marks_its_wheels(matrix_dir: object, tmp_path: P
 
     text = package_yaml("demo-pkg").replace(
         '    source: {sdist: demo-pkg, sha256: "' + "a" * 64 + '"}',
-        '    source: {sdist: demo-pkg, sha256: "' + "a" * 64 + '"}\n    yanked: "wrong sm_90 kernels"',
+        '    source: {sdist: demo-pkg, sha256: "'
+        + "a" * 64
+        + '"}\n    yanked: "wrong sm_90 kernels"',
     )
     matrix = load_matrix(matrix_dir({"demo-pkg": text}))  # type: ignore[operator]
     house = tmp_path / "house"
     house.mkdir()
     info = "demo_pkg-1.0.0+cu130torch2.14.dist-info"
-    write_wheel(house / "demo_pkg-1.0.0+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl", {
-        "demo_pkg/__init__.py": b"",
-        f"{info}/METADATA": b"Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0.0+cu130torch2.14\n",
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nTag: cp312-cp312-manylinux_2_28_x86_64\n"}, info)
+    write_wheel(
+        house / "demo_pkg-1.0.0+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl",
+        {
+            "demo_pkg/__init__.py": b"",
+            f"{info}/METADATA": b"Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0.0+cu130torch2.14\n",
+            f"{info}/WHEEL": b"Wheel-Version: 1.0\nTag: cp312-cp312-manylinux_2_28_x86_64\n",
+        },
+        info,
+    )
     entries, files = from_wheelhouse(house, matrix, yanked_versions(matrix))
     assert entries[0].yanked == "wrong sm_90 kernels"
     build_site(entries, tmp_path / "site", files=files)
