@@ -162,20 +162,7 @@ def check_import(
 ) -> None:
     """Install the wheel into a fresh venv beside the target's torch and import its modules."""
     py = envs.overlay(torch_env, venv, python=python, log=log)
-    call(
-        [
-            py,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-index",
-            "--disable-pip-version-check",
-            wheel,
-        ],
-        log=log,
-    )
+    envs.pip_install(py, "--no-deps", "--no-index", wheel, log=log)
     code = "import torch\n" + "".join(f"import {m}\n" for m in imports)
     try:
         call([py, "-c", code], log=log)
@@ -239,18 +226,7 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         )
         py = envs.overlay(torch_env, work / "build-venv", python=python, log=log)
         if pkg.build_requires:
-            call(
-                [
-                    py,
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    *pkg.build_requires,
-                ],
-                log=log,
-            )
+            envs.pip_install(py, *pkg.build_requires, log=log)
         torch_site = envs.site_packages(torch_env.python) if torch_env else None
     with steps.step("source") as log:
         src = source.fetch(

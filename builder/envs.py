@@ -62,21 +62,14 @@ def torch_env(
     shutil.rmtree(partial, ignore_errors=True)
     call([python, "-m", "venv", partial], log=log)
     source = [] if index == PIP_INDEX else ["--index-url", index]
-    call(
-        [
-            venv_python(partial),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            f"torch=={torch}",
-            "setuptools>=69",
-            "wheel",
-            "ninja",
-            "numpy",
-            *source,
-        ],
+    pip_install(
+        venv_python(partial),
+        f"torch=={torch}",
+        "setuptools>=69",
+        "wheel",
+        "ninja",
+        "numpy",
+        *source,
         log=log,
     )
     report = json.loads(
@@ -104,6 +97,11 @@ def torch_env(
     else:
         partial.rename(path)
     return TorchEnv(path, torch, cuda)
+
+
+def pip_install(python: Path, *args: str | Path, log: Path) -> None:
+    """`python -m pip install --quiet ...` into one venv, logged."""
+    call([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *args], log=log)
 
 
 def overlay(base: TorchEnv | None, dest: Path, *, python: str, log: Path) -> Path:
