@@ -62,16 +62,10 @@ def torch_env(
     shutil.rmtree(partial, ignore_errors=True)
     call([python, "-m", "venv", partial], log=log)
     source = [] if index == PIP_INDEX else ["--index-url", index]
-    pip_install(
-        venv_python(partial),
-        f"torch=={torch}",
-        "setuptools>=69",
-        "wheel",
-        "ninja",
-        "numpy",
-        *source,
-        log=log,
-    )
+    # torch alone from its index (its nvidia-* deps live there too), then build tools from
+    # pip's own configuration: a CUDA index need not carry setuptools or ninja.
+    pip_install(venv_python(partial), f"torch=={torch}", *source, log=log)
+    pip_install(venv_python(partial), "setuptools>=69", "wheel", "ninja", "numpy", log=log)
     report = json.loads(
         call(
             [

@@ -7,14 +7,20 @@ cuda="$1"; platform="$2"
 field() { wheelfarm toolkit "$cuda" --platform "$platform" --field "$1"; }
 repo="$(field repo)"; packages="$(field packages)"; home="$(field cuda_home)"; toolset="$(field gcc_toolset)"
 echo "installing CUDA $(field version) for $platform: $packages" >&2
+dnf install -y -q dnf-plugins-core
 dnf config-manager --add-repo "$repo"
 # shellcheck disable=SC2086  # a list of package names
 dnf install -y --setopt=install_weak_deps=False $packages
-if [ -d "/opt/rh/gcc-toolset-$toolset" ]; then
-  # shellcheck disable=SC1090
-  source "/opt/rh/gcc-toolset-$toolset/enable"
+# CUDA 12 refuses gcc newer than 13: use the gcc-toolset toolkits.yaml names for this major.
+if [ ! -d "/opt/rh/gcc-toolset-$toolset" ]; then
+  dnf install -y -q "gcc-toolset-$toolset-gcc-c++"
 fi
+# shellcheck disable=SC1090
+source "/opt/rh/gcc-toolset-$toolset/enable"
 {
   echo "CUDA_HOME=$home"
   echo "PATH=$home/bin:${PATH}"
+  echo "CC=/opt/rh/gcc-toolset-$toolset/root/usr/bin/gcc"
+  echo "CXX=/opt/rh/gcc-toolset-$toolset/root/usr/bin/g++"
+  echo "CUDAHOSTCXX=/opt/rh/gcc-toolset-$toolset/root/usr/bin/g++"
 } >> "${GITHUB_ENV:-/dev/stdout}"
