@@ -203,3 +203,12 @@ def test_long_jobs_warn_once_per_package(matrix_dir: Callable[..., Path]) -> Non
     plan = make_plan(m, expand(m))
     assert len(plan.warnings) == 1
     assert "5 builds predicted up to 600 min > 360 min" in plan.warnings[0]
+
+
+def test_explain_names_the_collapsed_build(matrix_dir: Callable[..., Path]) -> None:
+    m = _matrix(matrix_dir, "{kind: abi3}")
+    plan = make_plan(m, expand(m))
+    text = explain(plan, "pkg-1.0.0-cu130-torch2.14-cp313-linux_x86_64")
+    assert text == ("pkg-1.0.0-cu130-torch2.14-cp313-linux_x86_64: covered by abi3 build "
+                    "pkg-1.0.0-cu130torch2.14-cp310-abi3-linux_x86_64 (built with torch 2.14.1, "
+                    "Python 3.10; serves 5 cells)")
