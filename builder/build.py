@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -173,6 +174,40 @@ def check_import(
         ) from exc
 
 
+def target_torch_env(
+    target: Target, *, cache: Path, python: str, index: str, log: Path
+) -> envs.TorchEnv | None:
+    """The shared torch venv a target builds and imports against (none for torch-free)."""
+    b = target.build
+    if b.torch is None:
+        return None
+    return envs.torch_env(cache, python=python, torch=b.torch, cuda=b.cuda, index=index, log=log)
+
+
+def verify_wheel(
+    wheel: Path,
+    target: Target,
+    *,
+    cache: Path,
+    index: str,
+    python: str | None = None,
+    import_check: bool = True,
+) -> Report:
+    """`wheelfarm verify`: the static checks, then the import check in a fresh venv. The scratch
+    folder (with its log) is kept when the import fails."""
+    report = verify_static(wheel, expectation(target))
+    if report.problems:
+        raise VerifyError(wheel.name, report.problems)
+    if import_check:
+        work = Path(tempfile.mkdtemp(prefix="wheelfarm-verify-"))
+        log = work / "verify.log"
+        py = find_python(target.build.python, python)
+        torch_env = target_torch_env(target, cache=cache, python=py, index=index, log=log)
+        check_import(wheel, target.package.imports, torch_env, work / "venv", python=py, log=log)
+        shutil.rmtree(work, ignore_errors=True)
+    return report
+
+
 class _Steps:
     """Times each step, writes its log, prints '[i/8] step' lines, names the log on failure."""
 
@@ -217,13 +252,7 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         tc = toolchain.detect(build.cuda, dict(os.environ), work=opts.cache, log=log)
         log.write_text(f"CUDA_HOME={tc.cuda_home}\nnvcc {tc.version}\n{tc.compiler}\n")
     with steps.step("environment") as log:
-        torch_env = (
-            None
-            if build.torch is None
-            else envs.torch_env(
-                opts.cache, python=python, torch=build.torch, cuda=build.cuda, index=index, log=log
-            )
-        )
+        torch_env = target_torch_env(target, cache=opts.cache, python=python, index=index, log=log)
         py = envs.overlay(torch_env, work / "build-venv", python=python, log=log)
         if pkg.build_requires:
             envs.pip_install(py, *pkg.build_requires, log=log)

@@ -7,28 +7,23 @@ import argparse
 import dataclasses
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from wheelfarm import __version__
-from wheelfarm.builder import envs
-from wheelfarm.builder.build import BuildOptions, check_import, expectation, find_python, run_build
+from wheelfarm.builder.build import BuildOptions, run_build, verify_wheel
 from wheelfarm.builder.envs import PIP_INDEX, default_cache
 from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
 from wheelfarm.builder.target import Target, host_platform_name, resolve, select
 from wheelfarm.builder.toolchain import find_cuda_home, nvcc_version
-from wheelfarm.builder.verify import verify_static
 from wheelfarm.cmd import call
 from wheelfarm.errors import (
     PlanError,
     PublishError,
     SiteError,
     ToolchainError,
-    VerifyError,
     WheelfarmError,
 )
 from wheelfarm.index.coverage import coverage, markdown, svg, write_docs
@@ -206,31 +201,14 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     target, local = _target(args)
-    report = verify_static(args.wheel, expectation(target))
-    if report.problems:
-        raise VerifyError(args.wheel.name, report.problems)
-    if not args.no_import:
-        cache = (args.cache or default_cache()).resolve()
-        work = Path(tempfile.mkdtemp(prefix="wheelfarm-verify-"))
-        log = work / "verify.log"
-        build = target.build
-        python = find_python(build.python, None)
-        torch_env = (
-            None
-            if build.torch is None
-            else envs.torch_env(
-                cache,
-                python=python,
-                torch=build.torch,
-                cuda=build.cuda,
-                index=args.torch_index or (PIP_INDEX if local else target.torch_index),
-                log=log,
-            )
-        )
-        check_import(
-            args.wheel, target.package.imports, torch_env, work / "venv", python=python, log=log
-        )
-        shutil.rmtree(work, ignore_errors=True)
+    index = args.torch_index or (PIP_INDEX if local else target.torch_index)
+    report = verify_wheel(
+        args.wheel,
+        target,
+        cache=(args.cache or default_cache()).resolve(),
+        index=index,
+        import_check=not args.no_import,
+    )
     for binary, archs in report.archs.items():
         print(f"{binary}: SASS {' '.join(archs['cubins'])}; PTX {' '.join(archs['ptx']) or '-'}")
     print(f"ok: {args.wheel.name} matches {target.id}")

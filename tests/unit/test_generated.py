@@ -17,4 +17,4 @@ def test_coverage_docs_match_the_matrix() -> None:
     table = markdown(coverage(expand(load_matrix()), set()))
     assert table in (ROOT / "docs" / "coverage.md").read_text()
     readme = (ROOT / "README.md").read_text()
-    assert table in readme[readme.index(START):readme.index(END)]
+    assert table in readme[readme.index(START) : readme.index(END)]

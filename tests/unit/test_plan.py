@@ -209,6 +209,8 @@ def test_explain_names_the_collapsed_build(matrix_dir: Callable[..., Path]) -> N
     m = _matrix(matrix_dir, "{kind: abi3}")
     plan = make_plan(m, expand(m))
     text = explain(plan, "pkg-1.0.0-cu130-torch2.14-cp313-linux_x86_64")
-    assert text == ("pkg-1.0.0-cu130-torch2.14-cp313-linux_x86_64: covered by abi3 build "
-                    "pkg-1.0.0-cu130torch2.14-cp310-abi3-linux_x86_64 (built with torch 2.14.1, "
-                    "Python 3.10; serves 5 cells)")
+    assert text == (
+        "pkg-1.0.0-cu130-torch2.14-cp313-linux_x86_64: covered by abi3 build "
+        "pkg-1.0.0-cu130torch2.14-cp310-abi3-linux_x86_64 (built with torch 2.14.1, "
+        "Python 3.10; serves 5 cells)"
+    )
