@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from wheelfarm.matrix.model import (
     AbiKind,
@@ -120,37 +121,27 @@ def _rule_finder(pkg: Package) -> Callable[[TorchRelease, str, str, str], str | 
     because a large grid asks the same question tens of thousands of times."""
     where = pkg.file.name
 
-    @cache
-    def torch_rule(minor: str) -> str | None:
-        return (
-            None
-            if Version(minor) in pkg.torch_spec
-            else f"{where}: constraints.torch {pkg.torch_spec}"
-        )
+    def spec_rule(
+        axis: str, spec: SpecifierSet, as_version: Callable[[str], Version]
+    ) -> Callable[[str], str | None]:
+        @cache
+        def rule(value: str) -> str | None:
+            return None if as_version(value) in spec else f"{where}: constraints.{axis} {spec}"
 
-    @cache
-    def python_rule(python: str) -> str | None:
-        return (
-            None
-            if Version(python) in pkg.python_spec
-            else f"{where}: constraints.python {pkg.python_spec}"
-        )
+        return rule
 
-    @cache
-    def cuda_rule(cuda: str) -> str | None:
-        return (
-            None
-            if cuda_version(cuda) in pkg.cuda_spec
-            else f"{where}: constraints.cuda {pkg.cuda_spec}"
-        )
+    torch_rule = spec_rule("torch", pkg.torch_spec, Version)
+    python_rule = spec_rule("python", pkg.python_spec, Version)
+    cuda_rule = spec_rule("cuda", pkg.cuda_spec, cuda_version)
+    platform_rule = f"{where}: constraints.platforms {list(pkg.platforms)}"
 
     def find(release: TorchRelease, cuda: str, python: str, platform: str) -> str | None:
-        platform_rule = (
-            None
-            if platform in pkg.platforms
-            else f"{where}: constraints.platforms {list(pkg.platforms)}"
+        return (
+            torch_rule(release.minor)
+            or python_rule(python)
+            or cuda_rule(cuda)
+            or (None if platform in pkg.platforms else platform_rule)
         )
-        return torch_rule(release.minor) or python_rule(python) or cuda_rule(cuda) or platform_rule
 
     return find
 
