@@ -15,13 +15,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from wheelfarm import __version__
 from wheelfarm.builder import envs, source, toolchain
 from wheelfarm.builder.platforms import PLATFORMS
 from wheelfarm.builder.target import Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
 from wheelfarm.builder.wheelfile import relabel
-
-from wheelfarm import __version__
 from wheelfarm.cmd import call
 from wheelfarm.errors import BuildError, ToolchainError, VerifyError, WheelfarmError
 from wheelfarm.net import sha256_file
@@ -296,14 +295,17 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
     with steps.step("repair") as log:
         torch_lib = torch_site / "torch" / "lib" if torch_site else None
         plat = opts.plat or target.wheel_platform
-        wheel = PLATFORMS[build.platform].repair(
-            labelled, opts.out_dir, plat=plat, torch_lib=torch_lib, log=log
+        repaired = PLATFORMS[build.platform].repair(
+            labelled, work / "repaired", plat=plat, torch_lib=torch_lib, log=log
         )
     with steps.step("verify") as log:
-        report = verify_static(wheel, expectation(target))
+        report = verify_static(repaired, expectation(target))
         if report.problems:
-            raise VerifyError(wheel.name, report.problems)
-        check_import(wheel, pkg.imports, torch_env, work / "verify-venv", python=python, log=log)
+            raise VerifyError(repaired.name, report.problems)
+        check_import(repaired, pkg.imports, torch_env, work / "verify-venv", python=python, log=log)
+        # only a verified wheel reaches the wheelhouse (where publish and the planner look)
+        opts.out_dir.mkdir(parents=True, exist_ok=True)
+        wheel = Path(shutil.move(repaired, opts.out_dir / repaired.name))
     with steps.step("record"):
         record = write_record(wheel, target, tc, report, env, steps.durations, ccache, torch_env)
     shutil.rmtree(work, ignore_errors=True)

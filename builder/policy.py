@@ -7,6 +7,7 @@ from fnmatch import fnmatchcase
 from functools import cache
 
 import yaml
+
 from wheelfarm.matrix.load import MATRIX_DIR
 
 

@@ -12,11 +12,11 @@ from urllib.parse import urldefrag, urljoin
 
 import requests
 from packaging.utils import canonicalize_name, parse_sdist_filename
-from wheelfarm.matrix.load import MATRIX_DIR
-from wheelfarm.matrix.model import PackageVersion
 
 from wheelfarm.cmd import call
 from wheelfarm.errors import BuildError
+from wheelfarm.matrix.load import MATRIX_DIR
+from wheelfarm.matrix.model import PackageVersion
 from wheelfarm.net import download, request
 
 DEFAULT_SDIST_INDEX = "https://pypi.org/simple/"

@@ -9,10 +9,10 @@ import sys
 from dataclasses import dataclass
 
 from packaging.version import Version
-from wheelfarm.matrix.expand import Build, expand
-from wheelfarm.matrix.model import Matrix, Package, PackageVersion
 
 from wheelfarm.errors import PlanError
+from wheelfarm.matrix.expand import Build, expand
+from wheelfarm.matrix.model import Matrix, Package, PackageVersion
 
 
 @dataclass(frozen=True, kw_only=True)

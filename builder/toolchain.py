@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import Version
-from wheelfarm.matrix.model import cuda_version
 
 from wheelfarm.cmd import call
 from wheelfarm.errors import ToolchainError
+from wheelfarm.matrix.model import cuda_version
 
 _NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 # CUDA 12.x refuses gcc newer than 13 (torch caps g++ likewise); CUDA 13 accepts up to 15.

@@ -15,6 +15,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
+
 from wheelfarm.builder.binary import BinaryInfo, inspect_binary
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.wheelfile import dist_info, record_hash

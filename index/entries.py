@@ -10,6 +10,7 @@ from typing import Any
 from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
+
 from wheelfarm.matrix.model import Matrix, cuda_version
 from wheelfarm.matrix.wheelname import build_id, platform_family
 

@@ -18,8 +18,8 @@ from urllib.parse import quote
 
 import requests
 from packaging.utils import parse_wheel_filename
-from wheelfarm.builder.wheelfile import read_metadata_bytes
 
+from wheelfarm.builder.wheelfile import read_metadata_bytes
 from wheelfarm.errors import PublishError
 from wheelfarm.net import HttpError, parse_sha256sums, request
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
-from wheelfarm.index.entries import WheelEntry, check_name, cuda_sort_key
-from wheelfarm.index.sources import FILES_DIR, LocalFile
 
 from wheelfarm import __version__
 from wheelfarm.errors import SiteError
+from wheelfarm.index.entries import WheelEntry, check_name, cuda_sort_key
+from wheelfarm.index.sources import FILES_DIR, LocalFile
 
 MANIFEST = "packages.json"
 STAMP = ".wheelfarm-site"  # digest of the input the site on disk was rendered from

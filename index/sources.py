@@ -15,11 +15,11 @@ from typing import Any
 from urllib.parse import quote
 
 import requests
+
 from wheelfarm.builder.wheelfile import metadata, read_metadata_bytes
+from wheelfarm.errors import SiteError
 from wheelfarm.index.entries import Covered, WheelEntry, covers_from_name
 from wheelfarm.matrix.model import Matrix
-
-from wheelfarm.errors import SiteError
 from wheelfarm.net import parse_sha256sums, request, sha256_file
 
 FILES_DIR = "files"  # where a local site keeps its wheels, relative to the site root

@@ -10,6 +10,7 @@ from functools import cache
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
+
 from wheelfarm.matrix.model import (
     AbiKind,
     ArchList,

@@ -17,6 +17,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from referencing import Registry, Resource
+
+from wheelfarm.errors import ConfigError
 from wheelfarm.matrix.model import (
     PLATFORMS,
     ArchList,
@@ -32,8 +34,6 @@ from wheelfarm.matrix.model import (
     TorchRelease,
     cuda_version,
 )
-
-from wheelfarm.errors import ConfigError
 
 MATRIX_DIR = Path(__file__).resolve().parent
 SCHEMA_DIR = MATRIX_DIR / "schema"

@@ -12,11 +12,11 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
+
+from wheelfarm.errors import PlanError
 from wheelfarm.matrix.expand import Build, Cell, Expansion
 from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.wheelname import build_id_from_wheel
-
-from wheelfarm.errors import PlanError
 
 # Keys of one job in the GitHub matrix. The build workflow reads exactly these (tested).
 JOB_KEYS = ("id", "cuda", "python", "platform", "timeout_minutes")

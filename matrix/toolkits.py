@@ -7,9 +7,9 @@ from typing import Any
 
 import yaml
 from packaging.version import Version
-from wheelfarm.matrix.load import MATRIX_DIR
 
 from wheelfarm.errors import ConfigError
+from wheelfarm.matrix.load import MATRIX_DIR
 
 
 @cache

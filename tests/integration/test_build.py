@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from wheelfarm.builder.wheelfile import dist_info, write_wheel
 
 from .conftest import DemoBuild, fresh_venv, wheelfarm
@@ -135,3 +136,38 @@ def test_causal_conv1d_builds_repairs_and_verifies(tmp_path: Path, cache_dir: Pa
     cp = f"cp{sys.version_info[0]}{sys.version_info[1]}"
     assert wheel.name.startswith(f"causal_conv1d-1.7.0+cu130torch2.14-{cp}-{cp}-manylinux_")
     assert "[7/8] verify done" in result.stderr
+
+
+def test_a_wheel_that_fails_verify_never_reaches_the_wheelhouse(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    matrix = tmp_path / "matrix"
+    shutil.copytree(Path(__file__).parents[2] / "matrix", matrix)
+    demo = matrix / "packages" / "wheelfarm-demo.yaml"
+    demo.write_text(
+        demo.read_text().replace(
+            "import: [wheelfarm_demo, wheelfarm_demo._C]",
+            "import: [wheelfarm_demo, wheelfarm_demo.missing]",
+        )
+    )
+    out, work = tmp_path / "out", tmp_path / "work"
+    result = wheelfarm(
+        "build",
+        "--local",
+        "--matrix",
+        matrix,
+        "--out",
+        out,
+        "--work",
+        work,
+        "--cache",
+        cache_dir,
+        check=False,
+    )
+    assert result.returncode == 6
+    assert (
+        "import of wheelfarm_demo, wheelfarm_demo.missing failed in a fresh venv" in result.stderr
+    )
+    assert "[7/8] verify FAILED" in result.stderr
+    assert list(out.glob("*.whl")) == []  # nothing publishable left behind
+    assert (out / "logs").is_dir() and any(work.iterdir())  # logs and work folder kept

@@ -7,13 +7,13 @@ import hashlib
 from pathlib import Path
 
 import pytest
+
+from tests.fakegithub import FakeGitHub, fake_github
 from wheelfarm.builder.wheelfile import write_wheel
+from wheelfarm.errors import PublishError
 from wheelfarm.index.publish import GitHubPublisher, publish
 from wheelfarm.index.site import build_site
 from wheelfarm.index.sources import GitHubReleases
-
-from tests.fakegithub import FakeGitHub, fake_github
-from wheelfarm.errors import PublishError
 
 pytestmark = pytest.mark.integration
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from wheelfarm.index.serve import served
 
 from .conftest import DemoBuild, fresh_venv, retag, wheelfarm

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from wheelfarm.index.serve import served
 
 from .conftest import DemoBuild, retag, wheelfarm

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from packaging.version import Version
+
 from wheelfarm.builder import toolchain
 from wheelfarm.builder.source import REPO_ROOT, fetch
 from wheelfarm.matrix.model import PackageVersion, Source

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from wheelfarm.matrix.load import MATRIX_DIR
 
 

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 from packaging.version import Version
+
 from wheelfarm.builder import toolchain
 from wheelfarm.builder.binary import FATBIN_MAGIC, parse_fatbin
 from wheelfarm.builder.build import compile_env, max_jobs
 from wheelfarm.builder.target import resolve
 from wheelfarm.builder.verify import Expectation, verify_static
 from wheelfarm.builder.wheelfile import metadata, relabel, write_wheel
+from wheelfarm.errors import BuildError, PlanError, ToolchainError
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import ArchList
-
-from wheelfarm.errors import BuildError, PlanError, ToolchainError
 
 
 def fatbin(entries: list[tuple[int, int]]) -> bytes:

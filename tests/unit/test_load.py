@@ -4,9 +4,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from wheelfarm.matrix.load import load_matrix
 
 from wheelfarm.errors import ConfigError
+from wheelfarm.matrix.load import load_matrix
 
 from .conftest import package_yaml
 

@@ -5,6 +5,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from wheelfarm.errors import PlanError
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
@@ -17,8 +19,6 @@ from wheelfarm.matrix.plan import (
     make_plan,
     shard,
 )
-
-from wheelfarm.errors import PlanError
 
 from .conftest import package_yaml
 

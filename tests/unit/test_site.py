@@ -3,12 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from wheelfarm.errors import SiteError
 from wheelfarm.index.entries import Covered, WheelEntry, covers_from_name
 from wheelfarm.index.site import build_site
 from wheelfarm.index.sources import LocalFile
 from wheelfarm.matrix.load import load_matrix
-
-from wheelfarm.errors import SiteError
 
 SHA = "ab" * 32
 

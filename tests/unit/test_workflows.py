@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.plan import JOB_KEYS, github_outputs, make_plan
