@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from wheelfarm.builder.binary import BinaryInfo, inspect_binary
 from wheelfarm.builder.policy import library_policy
-from wheelfarm.builder.wheelfile import dist_info, record_hash
+from wheelfarm.builder.wheelfile import dist_info, parse_metadata, record_hash
 from wheelfarm.matrix.model import ArchList
 from wheelfarm.matrix.wheelname import platform_family
 
@@ -84,10 +84,7 @@ def _check_metadata(wheel: Path, zf: zipfile.ZipFile, report: Report) -> None:
     """METADATA agrees with the file name and RECORD with every file (pip rejects otherwise)."""
     _, version, _, _ = parse_wheel_filename(wheel.name)
     info = dist_info(zf.namelist())
-    meta = zf.read(f"{info}/METADATA").decode("utf-8")
-    fields = dict(
-        line.split(": ", 1) for line in meta.split("\n\n", 1)[0].splitlines() if ": " in line
-    )
+    fields = parse_metadata(zf.read(f"{info}/METADATA"))
     if fields.get("Version") != str(version):
         report.problems.append(
             f"METADATA Version {fields.get('Version')!r} != file name "

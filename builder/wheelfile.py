@@ -31,12 +31,17 @@ def dist_info(names: list[str]) -> str:
     return found.pop()
 
 
+def parse_metadata(data: bytes) -> dict[str, str]:
+    """Core metadata headers (the first value of each field; the body is ignored)."""
+    fields: dict[str, str] = {}
+    for key, value in HeaderParser().parsestr(data.decode("utf-8", "replace")).items():
+        fields.setdefault(key, str(value))
+    return fields
+
+
 def metadata(wheel: Path) -> dict[str, str]:
-    """METADATA headers of a wheel (first value of each field)."""
-    with zipfile.ZipFile(wheel) as zf:
-        text = zf.read(f"{dist_info(zf.namelist())}/METADATA").decode("utf-8")
-    msg = HeaderParser().parsestr(text)
-    return {k: str(v) for k, v in msg.items()}
+    """METADATA headers of a wheel."""
+    return parse_metadata(read_metadata_bytes(wheel))
 
 
 def read_metadata_bytes(wheel: Path) -> bytes:

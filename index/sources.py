@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import requests
 
-from wheelfarm.builder.wheelfile import metadata, read_metadata_bytes
+from wheelfarm.builder.wheelfile import parse_metadata, read_metadata_bytes
 from wheelfarm.errors import SiteError
 from wheelfarm.index.entries import Covered, WheelEntry, covers_from_name
 from wheelfarm.matrix.model import Matrix
@@ -34,13 +34,6 @@ def _covers(
             for c in record["target"]["covers"]
         )
     return covers_from_name(filename, matrix)
-
-
-def _requires_python(meta: bytes) -> str | None:
-    for line in meta.decode("utf-8", "replace").split("\n\n", 1)[0].splitlines():
-        if line.startswith("Requires-Python:"):
-            return line.split(":", 1)[1].strip()
-    return None
 
 
 @dataclass(frozen=True)
@@ -69,7 +62,7 @@ def from_wheelhouse(
             url=f"{FILES_DIR}/{quote(wheel.name)}",
             sha256=sha256_file(wheel),
             size=wheel.stat().st_size,
-            requires_python=metadata(wheel).get("Requires-Python"),
+            requires_python=parse_metadata(meta).get("Requires-Python"),
             metadata_sha256=hashlib.sha256(meta).hexdigest(),
             covers=_covers(record, wheel.name, matrix),
         )
@@ -147,50 +140,54 @@ class GitHubReleases:
         for release in self.releases():
             assets = self.assets(release)
             by_name = {a["name"]: a for a in assets}
-            sums: dict[str, str] | None = None
-            for asset in assets:
-                name = asset["name"]
-                if not name.endswith(".whl"):
-                    continue
+            sums: dict[str, str] = {}
+            for asset in (a for a in assets if a["name"].endswith(".whl")):
                 # '+' in a path reaches some storage back ends as a space: always send %2B
                 url = asset["browser_download_url"].replace("+", "%2B")
                 old = previous.get(url)
-                if old is not None and old.size == asset["size"]:
-                    out.append(_with_yank(old, yanked))
-                    continue
-                sha = (asset.get("digest") or "").removeprefix("sha256:") or None
-                record = None
-                if f"{name}.build.json" in by_name:
-                    record = json.loads(self.download_text(by_name[f"{name}.build.json"]))
-                if sha is None and record is not None:
-                    sha = record["wheel"]["sha256"]
-                if sha is None:
-                    if sums is None:
+                if old is None or old.size != asset["size"]:
+                    if not sums and "digest" not in asset:
                         sums = self._sums(by_name)
-                    sha = sums.get(name)
-                if sha is None:
-                    msg = (
-                        f"{name} in release {release.get('tag_name')!r} has no digest, no build "
-                        f"record and no SHA256SUMS line; republish it with `wheelfarm publish`"
-                    )
-                    raise SiteError(msg)
-                meta_asset = by_name.get(f"{name}.metadata")
-                meta = self.download_text(meta_asset) if meta_asset else None
-                out.append(
-                    _with_yank(
-                        WheelEntry(
-                            filename=name,
-                            url=url,
-                            sha256=sha,
-                            size=asset["size"],
-                            requires_python=_requires_python(meta) if meta else None,
-                            metadata_sha256=hashlib.sha256(meta).hexdigest() if meta else None,
-                            covers=_covers(record, name, matrix),
-                        ),
-                        yanked,
-                    )
-                )
+                    old = self._entry(asset, url, by_name, sums, release, matrix)
+                out.append(_with_yank(old, yanked))
         return out
+
+    def _entry(
+        self,
+        asset: dict[str, Any],
+        url: str,
+        by_name: dict[str, dict[str, Any]],
+        sums: dict[str, str],
+        release: dict[str, Any],
+        matrix: Matrix | None,
+    ) -> WheelEntry:
+        """One wheel asset: sha256 from its digest, build record or SHA256SUMS; metadata and
+        covered cells from its small sibling assets."""
+        name = asset["name"]
+        record_asset = by_name.get(f"{name}.build.json")
+        record = json.loads(self.download_text(record_asset)) if record_asset else None
+        sha = (
+            (asset.get("digest") or "").removeprefix("sha256:")
+            or (record["wheel"]["sha256"] if record else None)
+            or sums.get(name)
+        )
+        if not sha:
+            msg = (
+                f"{name} in release {release.get('tag_name')!r} has no digest, no build record "
+                f"and no SHA256SUMS line; republish it with `wheelfarm publish`"
+            )
+            raise SiteError(msg)
+        meta_asset = by_name.get(f"{name}.metadata")
+        meta = self.download_text(meta_asset) if meta_asset else None
+        return WheelEntry(
+            filename=name,
+            url=url,
+            sha256=sha,
+            size=asset["size"],
+            requires_python=parse_metadata(meta).get("Requires-Python") if meta else None,
+            metadata_sha256=hashlib.sha256(meta).hexdigest() if meta else None,
+            covers=_covers(record, name, matrix),
+        )
 
     def _sums(self, by_name: dict[str, dict[str, Any]]) -> dict[str, str]:
         if "SHA256SUMS" not in by_name:
