@@ -115,16 +115,28 @@ def _schema_problems(
         tip = f"; did you mean {hint[0]!r}?" if hint else ""
         yield line, key, f"{error.instance!r} is not allowed (allowed: {', '.join(allowed)}){tip}"
     elif error.validator == "oneOf" and path and path[-1] == "source":
+        forms = cast("list[dict[str, Any]]", error.validator_value)
+        known = sorted({k for form in forms for k in form.get("properties", {})})
+        instance = error.instance if isinstance(error.instance, dict) else {}
+        hints = [
+            f"{k!r} -> did you mean {m[0]!r}?"
+            for k in sorted(set(instance) - set(known))
+            if (m := difflib.get_close_matches(k, known, n=1))
+        ]
         yield (
             line,
             key,
-            (
-                f"{error.instance!r} is not a source: use {{sdist: NAME, sha256: HEX}}, "
-                "{git: URL, commit: SHA40} or {path: FOLDER}"
-            ),
+            f"{error.instance!r} is not a source: use {{sdist: NAME, sha256: HEX}}, "
+            "{git: URL, commit: SHA40} or {path: FOLDER}"
+            + (f" ({'; '.join(hints)})" if hints else ""),
         )
     elif error.validator == "required":
-        yield line, key, f"{error.message} (add it; see matrix/schema)"
+        missing = str(error.message).split("'")[1]
+        yield (
+            _line(tree, path)[0],
+            _dotted([*path, missing]),
+            "missing: this key is required (see matrix/schema/package.schema.json)",
+        )
     else:
         yield line, key, f"{error.instance!r}: {error.message}"
 

@@ -88,6 +88,18 @@ def test_file_name_must_match_package_name(matrix_dir: Callable[..., Path]) -> N
         load_matrix(root)
 
 
+def test_source_key_typo_gets_a_hint(matrix_dir: Callable[..., Path]) -> None:
+    text = package_yaml("pkg").replace("sha256:", "sha:")
+    with pytest.raises(ConfigError, match=r"'sha' -> did you mean 'sha256'\?"):
+        load_matrix(matrix_dir({"pkg": text}))
+
+
+def test_missing_required_key_names_it(matrix_dir: Callable[..., Path]) -> None:
+    text = package_yaml("pkg").replace("import: [pkg]\n", "")
+    with pytest.raises(ConfigError, match=r"pkg.yaml:1: import: missing: this key is required"):
+        load_matrix(matrix_dir({"pkg": text}))
+
+
 def test_bad_source_shape_lists_the_forms(matrix_dir: Callable[..., Path]) -> None:
     text = package_yaml("pkg").replace('{sdist: pkg, sha256: "' + "a" * 64 + '"}', "{url: x}")
     root = matrix_dir({"pkg": text})
