@@ -122,7 +122,10 @@ def compile_env(
         env[pkg.arch_env] = build.archs.spelled(pkg.arch_format)
     if pkg.local_version_env:
         env[pkg.local_version_env] = build.label
-    env["MAX_JOBS"] = str(max_jobs(pkg.gb_per_job))
+    jobs = max_jobs(pkg.gb_per_job)
+    env["MAX_JOBS"] = str(jobs)
+    # nvcc --threads (read by flash-attn and others): spare cores go to per-arch parallelism
+    env["NVCC_THREADS"] = str(max(1, min(len(build.archs.archs), (os.cpu_count() or 1) // jobs)))
     if torch_site is not None and not (tc.cuda_home / "include" / "cusparse.h").is_file():
         # A minimal toolkit (e.g. from PyPI) lacks the library headers torch's CUDA headers
         # include; torch's own nvidia-* wheels carry them at the versions torch was built with.

@@ -19,7 +19,10 @@ from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.wheelname import build_id_from_wheel
 
 # Keys of one job in the GitHub matrix. The build workflow reads exactly these (tested).
-JOB_KEYS = ("id", "cuda", "python", "platform", "timeout_minutes")
+JOB_KEYS = ("id", "cuda", "python", "platform", "timeout_minutes", "build_timeout_minutes")
+# The build step stops this long before the job limit, so its logs and compiler cache are saved
+# and a rerun resumes warm.
+SAVE_MARGIN_MINUTES = 15
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,12 +173,14 @@ def _long_job_warnings(todo: Sequence[Build], limit: int) -> tuple[str, ...]:
 def job(build: Build, limit_minutes: int) -> dict[str, object]:
     """One matrix entry; keys are JOB_KEYS."""
     timeout = min(limit_minutes, max(30, math.ceil(build.minutes * 1.5) + 20))
+    build_timeout = timeout - SAVE_MARGIN_MINUTES
     return {
         "id": build.id,
         "cuda": build.cuda,
         "python": build.python,
         "platform": build.platform,
         "timeout_minutes": timeout,
+        "build_timeout_minutes": build_timeout,
     }
 
 
