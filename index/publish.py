@@ -24,6 +24,7 @@ from wheelfarm.errors import PublishError
 from wheelfarm.net import HttpError, parse_sha256sums, request
 
 MAX_ASSETS = 1000  # GitHub answers 422 beyond this
+MAX_ASSET_BYTES = 2 * 1024**3  # release assets must be smaller than 2 GiB
 SUMS = "SHA256SUMS"
 
 
@@ -41,6 +42,13 @@ class Upload:
 
 def uploads_for(wheel: Path) -> list[Upload]:
     """The wheel, its METADATA (for PEP 658 indexes) and its build record when present."""
+    size = wheel.stat().st_size
+    if size >= MAX_ASSET_BYTES:
+        msg = (
+            f"{wheel.name} is {size / 1024**3:.2f} GiB; GitHub release assets must be under 2 GiB: "
+            f"narrow its archs or split the package"
+        )
+        raise PublishError(msg)
     files = [
         Upload(wheel.name, wheel.read_bytes()),
         Upload(f"{wheel.name}.metadata", read_metadata_bytes(wheel)),
