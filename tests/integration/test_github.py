@@ -93,15 +93,15 @@ def test_a_full_release_rolls_over(tmp_path: Path) -> None:
 
 
 def test_index_reads_three_pages_of_assets_through_a_rate_limit(tmp_path: Path) -> None:
-    """85 wheels x (wheel + .metadata) + SHA256SUMS = 171 assets: two pages at per_page=100,
-    plus a second release: three asset pages in all; one 403 rate-limit answer on the way."""
+    """105 wheels x (wheel + .metadata) + SHA256SUMS = 211 assets: three pages at per_page=100;
+    the first page answers 403 rate-limited once, with a reset time."""
     house = tmp_path / "house"
     house.mkdir()
     wheels = [
         make_wheel(house, "demo-pkg", "1.0+cu130torch2.14", f"cp3{10 + i}", payload=str(i).encode())
         for i in range(4)
     ]
-    many = [make_wheel(house, f"pkg-{i:03d}", "2.0+cu126torch2.13") for i in range(85)]
+    many = [make_wheel(house, f"pkg-{i:03d}", "2.0+cu126torch2.13") for i in range(105)]
     slept: list[float] = []
     with fake_github(FakeGitHub(with_digest=False)) as gh:
         pub = GitHubPublisher(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t")
@@ -125,11 +125,15 @@ def test_index_reads_three_pages_of_assets_through_a_rate_limit(tmp_path: Path) 
         source = GitHubReleases(gh.repo, api=gh.base, token="t", sleep=slept.append)
         entries = source.entries(None, {})
         asset_pages = [p for m, p in gh.log if m == "GET" and "/assets?" in p]
-    assert len(entries) == 89
-    assert (
-        len([p for p in asset_pages if f"/releases/{big['id']}/" in p]) == 3
-    )  # page 1 (403, retried) + 2
-    assert len(asset_pages) >= 3
+    assert len(entries) == 109
+    big_pages = [p for p in asset_pages if f"/releases/{big['id']}/" in p]
+    # page 1 twice (403 rate-limited, then retried after the reset), then pages 2 and 3
+    assert [p.rsplit("page=", 1)[-1] if "page=" in p else "1" for p in big_pages] == [
+        "1",
+        "1",
+        "2",
+        "3",
+    ]
     assert len(slept) == 1 and 0 <= slept[0] <= 2  # honoured X-RateLimit-Reset
     by_name = {e.filename: e for e in entries}
     assert (
