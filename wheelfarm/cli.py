@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from packaging.version import Version
+
 from wheelfarm import __version__
 from wheelfarm.builder.build import BuildOptions, run_build, verify_wheel
 from wheelfarm.builder.envs import PIP_INDEX, default_cache
@@ -276,24 +278,30 @@ def cmd_farm(args: argparse.Namespace) -> int:
     target, _ = _target(args)
     matrix = load_matrix(args.matrix)
     store = args.store.resolve()
-    if target.id in existing_build_ids(store if store.is_dir() else None):
-        print(f"[plan] {target.id} is already in {store}: nothing to build", file=sys.stderr)
-    else:
-        print(f"[plan] 1 build: {target.id} (archs {target.build.archs.torch})", file=sys.stderr)
-        run_build(target, _build_options(args, local=True, out=store))
+    b = target.build
+    mine = Filters(package=(b.package,), cuda=(b.cuda,), torch=(b.torch_minor or "*",),
+                   python=(b.python,), platform=(b.platform,))  # fmt: skip
+    plan = make_plan(matrix, expand(matrix), filters=mine,
+                     existing=existing_build_ids(store if store.is_dir() else None))  # fmt: skip
+    print(f"[plan] {len(plan.todo)} to build, {len(plan.present)} already in {store}",
+          file=sys.stderr)  # fmt: skip
+    for build in plan.todo:
+        todo = target if build.id == target.id else resolve(matrix, build.id)
+        run_build(todo, _build_options(args, local=True, out=store))
     entries, files = from_wheelhouse(store, matrix, yanked_versions(matrix))
     result = build_site(
         entries, args.site, files=files, title=args.title, extra=_coverage_svg(matrix, entries)
     )
-    cuda, torch = target.build.cuda, target.build.torch_minor
-    index = f"{args.site.resolve().as_uri()}/{cuda}/torch{torch}/"
+    # a torch-free wheel is listed under every torch: point at the newest
+    torch = b.torch_minor or max((c.torch for c in b.covers), key=Version)
+    index = f"{args.site.resolve().as_uri()}/{b.cuda}/torch{torch}/"
     print(f"[index] {args.site}: {len(entries)} wheels, {result.combos} indexes", file=sys.stderr)
     name = target.package.display_name
     print(f"pip install {name} --extra-index-url {index}")
     print(f"uv pip install {name} --extra-index-url {index}")
     print(
         f"# or serve it: wheelfarm serve {args.site} --port 8000, then use "
-        f"http://127.0.0.1:8000/{cuda}/torch{torch}/"
+        f"http://127.0.0.1:8000/{b.cuda}/torch{torch}/"
     )
     return 0
 

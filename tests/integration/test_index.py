@@ -158,4 +158,4 @@ def test_local_farm_prints_a_working_pip_command(
     assert installed.returncode == 0, installed.stderr
     assert "Version: 0.1.0+cu130torch2.14" in _pip(py, "show", "wheelfarm-demo").stdout
     again = wheelfarm("farm", "--store", store, "--site", tmp_path / "site", "--cache", cache_dir)
-    assert "nothing to build" in again.stderr
+    assert "[plan] 0 to build, 1 already in" in again.stderr
