@@ -1,0 +1,70 @@
+"""The Actions farm's steps, run here in the order farm.yml runs them, through the real CLI:
+plan (GitHub output) -> build one job -> publish to Releases -> index from Releases -> pip install
+from the served index -> plan again (nothing left). GitHub is the local stand-in server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fakegithub import fake_github
+from wheelfarm.index.serve import served
+
+from .conftest import DemoBuild, fresh_venv, wheelfarm
+
+pytestmark = pytest.mark.integration
+PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
+FILTERS = ("--package", "wheelfarm-demo", "--cuda", "cu130", "--torch", "2.14", "--python", PY,
+           "--platform", "linux_x86_64")  # fmt: skip
+
+
+def _pip(py: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
+    return subprocess.run(
+        [py, "-m", "pip", *args], capture_output=True, text=True, check=False, env=env
+    )
+
+
+def _outputs(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def test_plan_build_publish_index_install(
+    tmp_path: Path, cache_dir: Path, demo_build: DemoBuild
+) -> None:
+    out_file = tmp_path / "github_output"
+    env = {**os.environ, "GITHUB_OUTPUT": str(out_file), "GITHUB_TOKEN": "t"}
+    wheelfarm("plan", *FILTERS, "--format", "github", env=env)
+    outputs = _outputs(out_file)
+    assert outputs["count"] == "1"
+    (shard,) = json.loads(outputs["shards_linux_x86_64"])
+    (job,) = shard["include"]
+    assert job["timeout_minutes"] > job["build_timeout_minutes"]
+
+    dist = tmp_path / "dist"
+    wheelfarm("build", job["id"], "--torch-index", "pip", "--plat", "auto", "--out", dist,
+              "--work", tmp_path / "work", "--cache", cache_dir)  # fmt: skip
+    with fake_github() as gh:
+        api = ["--api", gh.base]
+        published = wheelfarm("publish", dist, "--repo", gh.repo, *api, "--uploads",
+                              f"{gh.base}/uploads", env=env)  # fmt: skip
+        assert "3 files uploaded" in published.stdout  # wheel, .metadata, .build.json
+        site = tmp_path / "site"
+        wheelfarm("index", "--github", gh.repo, *api, "--out", site, env=env)
+        manifest = json.loads((site / "packages.json").read_text())
+        (entry,) = manifest["wheels"]
+        assert entry["build_id"] == job["id"]
+        assert entry["url"].startswith(f"{gh.base}/download/wheelfarm-demo-v0.1.0/")
+        with served(site) as url:
+            py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
+            installed = _pip(py, "install", "--no-cache-dir", "--index-url",
+                                       f"{url}cu130/torch2.14/", "wheelfarm-demo")  # fmt: skip
+            assert installed.returncode == 0, installed.stderr
+    again = wheelfarm("plan", *FILTERS, "--existing", site / "packages.json", "--format", "json")
+    plan = json.loads(again.stdout)
+    assert plan["builds"] == [] and plan["present"] == [job["id"]]
