@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 FATBIN_MAGIC = 0xBA55ED50
 KIND_PTX, KIND_CUBIN = 1, 2
 _DT_NEEDED = 1
+_PE32_PLUS = 0x20B
 _GLIBC = re.compile(rb"GLIBC_([0-9]+)\.([0-9]+)")
 
 
@@ -91,18 +92,40 @@ def _elf(data: bytes) -> BinaryInfo:
 
 
 def _pe(data: bytes) -> BinaryInfo:
+    """PE (.pyd/.dll): the fatbin section, and the DLL names in the import directory."""
     (pe,) = struct.unpack_from("<I", data, 0x3C)
     (nsections,) = struct.unpack_from("<H", data, pe + 6)
-    (optional,) = struct.unpack_from("<H", data, pe + 20)
-    table = pe + 24 + optional
+    (optional_size,) = struct.unpack_from("<H", data, pe + 20)
+    (magic,) = struct.unpack_from("<H", data, pe + 24)
+    directories = pe + 24 + (112 if magic == _PE32_PLUS else 96)
+    (import_rva,) = struct.unpack_from("<I", data, directories + 8)  # entry 1: import table
+    sections = []
     for i in range(nsections):
-        raw = table + i * 40
+        raw = pe + 24 + optional_size + i * 40
         name = data[raw : raw + 8].rstrip(b"\0").decode(errors="replace")
-        size, offset = struct.unpack_from("<II", data, raw + 16)
+        vsize, va, size, offset = struct.unpack_from("<IIII", data, raw + 8)
+        sections.append((name, va, max(vsize, size), offset, size))
+
+    def at(rva: int) -> int:
+        for _, va, span, offset, _ in sections:
+            if va <= rva < va + span:
+                return int(rva - va + offset)
+        msg = f"RVA {rva:#x} lies in no section"
+        raise ValueError(msg)
+
+    cubins: frozenset[str] = frozenset()
+    ptx: frozenset[str] = frozenset()
+    for name, _, _, offset, size in sections:
         if name == ".nv_fatb":
             cubins, ptx = parse_fatbin(data[offset : offset + size])
-            return BinaryInfo(cubins, ptx)
-    return BinaryInfo()
+    needed = []
+    pos = at(import_rva) if import_rva else -1
+    while pos >= 0 and any(data[pos : pos + 20]):
+        (name_rva,) = struct.unpack_from("<I", data, pos + 12)
+        start = at(name_rva)
+        needed.append(data[start : data.index(b"\0", start)].decode())
+        pos += 20
+    return BinaryInfo(cubins, ptx, tuple(needed))
 
 
 def inspect_binary(data: bytes) -> BinaryInfo:

@@ -15,17 +15,27 @@ from wheelfarm.matrix.load import MATRIX_DIR
 class LibraryPolicy:
     provided: tuple[str, ...]
     system: tuple[str, ...]
+    case_sensitive: bool  # ELF sonames are; Windows DLL names are not
+
+    def _match(self, name: str, patterns: tuple[str, ...]) -> bool:
+        if not self.case_sensitive:
+            name, patterns = name.lower(), tuple(p.lower() for p in patterns)
+        return any(fnmatchcase(name, p) for p in patterns)
 
     def is_provided(self, name: str) -> bool:
         """Torch or the CUDA runtime bring this library: never vendor it."""
-        return any(fnmatchcase(name, p) for p in self.provided)
+        return self._match(name, self.provided)
 
     def is_system(self, name: str) -> bool:
-        return any(fnmatchcase(name.lower(), p.lower()) for p in self.system)
+        return self._match(name, self.system)
 
 
 @cache
 def library_policy(os_name: str) -> LibraryPolicy:
     """os_name: 'linux' or 'windows'."""
     data = yaml.safe_load((MATRIX_DIR / "libraries.yaml").read_text(encoding="utf-8"))
-    return LibraryPolicy(tuple(data["provided"][os_name]), tuple(data["system"][os_name]))
+    return LibraryPolicy(
+        tuple(data["provided"][os_name]),
+        tuple(data["system"][os_name]),
+        case_sensitive=os_name != "windows",
+    )

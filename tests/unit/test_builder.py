@@ -129,3 +129,21 @@ def test_resolve_unknown_build_id_suggests(tmp_path: Path) -> None:
         PlanError, match=r"did you mean 'causal-conv1d-1\.7\.0-cu130torch2\.14-cp312-linux_x86_64'"
     ):
         resolve(load_matrix(), "causal-conv1d-1.7.0-cu130torch2.14-cp312-linux_x86")
+
+
+def test_pe_imports_are_read_from_a_real_windows_binary() -> None:
+    """pip vendors distlib's Windows launchers: real PE32+ and PE32 files."""
+    from pip._vendor import distlib
+
+    from wheelfarm.builder.binary import inspect_binary
+    from wheelfarm.builder.policy import library_policy
+
+    folder = Path(distlib.__file__).parent
+    for exe in ("t64.exe", "t32.exe"):
+        info = inspect_binary((folder / exe).read_bytes())
+        assert "KERNEL32.dll" in info.needed
+        assert not info.has_device_code
+        policy = library_policy("windows")
+        assert all(policy.is_system(dll) for dll in info.needed)  # case-insensitive on Windows
+    assert library_policy("windows").is_provided("C10.DLL")
+    assert not library_policy("linux").is_provided("LIBC10.SO")
