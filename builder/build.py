@@ -25,6 +25,7 @@ from wheelfarm.cmd import call
 from wheelfarm.errors import BuildError, ToolchainError, VerifyError, WheelfarmError
 from wheelfarm.net import sha256_file
 
+HEARTBEAT_SECONDS = 60.0  # a compile prints its progress this often
 STEPS = ("toolchain", "environment", "source", "compile", "relabel", "repair", "verify", "record")
 _RECORDED_ENV = (
     "TORCH_CUDA_ARCH_LIST",
@@ -286,6 +287,7 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
             env=env,
             cwd=src,
             log=log,
+            heartbeat=HEARTBEAT_SECONDS,
         )
         after = _ccache_counts(env)
         ccache = {k: after[k] - before.get(k, 0) for k in after}

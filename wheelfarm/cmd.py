@@ -8,6 +8,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -24,6 +25,14 @@ def which(name: str, path: str | None = None) -> str:
     return found
 
 
+def _last_line(log: Path) -> str:
+    with log.open("rb") as fh:
+        fh.seek(max(0, log.stat().st_size - 4096))
+        lines = [ln.strip() for ln in fh.read().decode("utf-8", "replace").splitlines()]
+    last = next((ln for ln in reversed(lines) if ln), "")
+    return last if len(last) <= 120 else last[:117] + "..."  # noqa: PLR2004
+
+
 def call(
     args: Sequence[str | os.PathLike[str]],
     *,
@@ -31,10 +40,13 @@ def call(
     cwd: Path | None = None,
     log: Path | None = None,
     capture: bool = False,
+    heartbeat: float | None = None,
 ) -> str:
     """Run `args`, echoing `+ cmd`; stream output to `log` when given, else to stderr.
 
-    Returns captured stdout when `capture`. Raises BuildError naming the command and the log.
+    With `heartbeat` (seconds) and a log, a long command prints how long it has run and its
+    latest log line that often, so an hours-long compile shows progress. Returns captured stdout
+    when `capture`. Raises BuildError naming the command and the log.
     """
     argv = [str(a) for a in args]
     search_path = env.get("PATH") if env is not None else None
@@ -48,20 +60,29 @@ def call(
             out = log.open("a", encoding="utf-8")
             out.write(f"+ {shown}\n")
             out.flush()
-        result = subprocess.run(
+        with subprocess.Popen(
             argv,
             env=dict(env) if env is not None else None,
             cwd=cwd,
-            check=False,
             text=True,
             stdout=subprocess.PIPE if capture else out,
             stderr=out,
-        )
+        ) as proc:
+            started = time.monotonic()
+            while True:
+                try:
+                    stdout, _ = proc.communicate(timeout=heartbeat if log else None)
+                    break
+                except subprocess.TimeoutExpired:
+                    assert log is not None  # noqa: S101 - timeouts only happen with a log
+                    minutes, seconds = divmod(int(time.monotonic() - started), 60)
+                    line = f"    ... {minutes}m{seconds:02d}s: {_last_line(log)}"
+                    print(line, file=sys.stderr, flush=True)
     finally:
         if out is not None:
             out.close()
-    if result.returncode != 0:
+    if proc.returncode != 0:
         where = f"; log: {log}" if log is not None else ""
-        msg = f"command failed with exit code {result.returncode}: {shown}{where}"
+        msg = f"command failed with exit code {proc.returncode}: {shown}{where}"
         raise BuildError(msg)
-    return result.stdout if capture else ""
+    return stdout if capture else ""
