@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install one CUDA toolkit per component inside a manylinux_2_28 container (RHEL 8 family),
-# from NVIDIA's rhel8 / sbsa dnf repository, as matrix/toolkits.yaml says. Prints the env to use.
+# from NVIDIA's rhel8 / sbsa dnf repository, as matrix/toolkits.yaml says.
 # Usage: scripts/install-cuda-linux.sh CUDA_TAG PLATFORM   (e.g. cu130 linux_x86_64)
+# Prints the env to use. Run as root inside quay.io/pypa/manylinux_2_28_*.
 set -euo pipefail
 cuda="$1"; platform="$2"
 field() { wheelfarm toolkit "$cuda" --platform "$platform" --field "$1"; }
@@ -15,12 +16,12 @@ dnf install -y --setopt=install_weak_deps=False $packages
 if [ ! -d "/opt/rh/gcc-toolset-$toolset" ]; then
   dnf install -y -q "gcc-toolset-$toolset-gcc-c++"
 fi
-# shellcheck disable=SC1090
-source "/opt/rh/gcc-toolset-$toolset/enable"
+toolset_bin="/opt/rh/gcc-toolset-$toolset/root/usr/bin"
+# Later steps see the toolkit and compiler through GITHUB_PATH / GITHUB_ENV (stdout elsewhere).
+printf '%s\n' "$home/bin" "$toolset_bin" >> "${GITHUB_PATH:-/dev/stdout}"
 {
   echo "CUDA_HOME=$home"
-  echo "PATH=$home/bin:${PATH}"
-  echo "CC=/opt/rh/gcc-toolset-$toolset/root/usr/bin/gcc"
-  echo "CXX=/opt/rh/gcc-toolset-$toolset/root/usr/bin/g++"
-  echo "CUDAHOSTCXX=/opt/rh/gcc-toolset-$toolset/root/usr/bin/g++"
+  echo "CC=$toolset_bin/gcc"
+  echo "CXX=$toolset_bin/g++"
+  echo "CUDAHOSTCXX=$toolset_bin/g++"
 } >> "${GITHUB_ENV:-/dev/stdout}"

