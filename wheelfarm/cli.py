@@ -138,6 +138,15 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--archs", help="replace the arch list, e.g. '9.0' (a quick local build)")
 
 
+def _add_helper_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--helper",
+        type=Path,
+        default=Path("scripts/wheelfarm_install.py"),
+        help="install helper copied to <site>/install.py when it exists (default: the checkout's)",
+    )
+
+
 def _add_build_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--work",
@@ -249,7 +258,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         files=files,
         allow_removal=args.allow_removal,
         title=args.title,
-        extra=_coverage_svg(matrix, entries),
+        extra=_site_extras(matrix, entries, args.helper),
     )
     print(
         f"site {args.out}: {len(entries)} wheels in {result.combos} (cuda, torch) indexes; "
@@ -290,7 +299,11 @@ def cmd_farm(args: argparse.Namespace) -> int:
         run_build(todo, _build_options(args, local=True, out=store))
     entries, files = from_wheelhouse(store, matrix, yanked_versions(matrix))
     result = build_site(
-        entries, args.site, files=files, title=args.title, extra=_coverage_svg(matrix, entries)
+        entries,
+        args.site,
+        files=files,
+        title=args.title,
+        extra=_site_extras(matrix, entries, args.helper),
     )
     # a torch-free wheel is listed under every torch: point at the newest
     torch = b.torch_minor or max((c.torch for c in b.covers), key=Version)
@@ -321,9 +334,15 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
-def _coverage_svg(matrix: Matrix, entries: list[WheelEntry]) -> dict[str, bytes]:
+def _site_extras(
+    matrix: Matrix, entries: list[WheelEntry], helper: Path | None
+) -> dict[str, bytes]:
+    """Root files beside the index: the coverage chart, and the install helper when found."""
     present = {build_id_from_wheel(e.filename) for e in entries}
-    return {"coverage.svg": svg(coverage(expand(matrix), present)).encode()}
+    extra = {"coverage.svg": svg(coverage(expand(matrix), present)).encode()}
+    if helper is not None and helper.is_file():
+        extra["install.py"] = helper.read_bytes()
+    return extra
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
@@ -398,6 +417,7 @@ def _build_commands(add: Add) -> None:
     )
     p.add_argument("--site", type=Path, default=Path("site"), help="where the index is written")
     p.add_argument("--title", default="wheelfarm (local)")
+    _add_helper_arg(p)
     p.set_defaults(local=True)
 
 
@@ -415,6 +435,7 @@ def _site_commands(add: Add) -> None:
         help="let the new site drop wheels the previous one listed",
     )
     p.add_argument("--title", default="wheelfarm")
+    _add_helper_arg(p)
 
     p = add(
         "publish",
