@@ -187,6 +187,13 @@ def target_torch_env(
     return envs.torch_env(cache, python=python, torch=b.torch, cuda=b.cuda, index=index, log=log)
 
 
+def _verified_static(wheel: Path, target: Target) -> Report:
+    report = verify_static(wheel, expectation(target))
+    if report.problems:
+        raise VerifyError(wheel.name, report.problems)
+    return report
+
+
 def verify_wheel(
     wheel: Path,
     target: Target,
@@ -198,9 +205,7 @@ def verify_wheel(
 ) -> Report:
     """`wheelfarm verify`: the static checks, then the import check in a fresh venv. The scratch
     folder (with its log) is kept when the import fails."""
-    report = verify_static(wheel, expectation(target))
-    if report.problems:
-        raise VerifyError(wheel.name, report.problems)
+    report = _verified_static(wheel, target)
     if import_check:
         work = Path(tempfile.mkdtemp(prefix="wheelfarm-verify-"))
         log = work / "verify.log"
@@ -304,9 +309,7 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
             labelled, work / "repaired", plat=plat, torch_lib=torch_lib, log=log
         )
     with steps.step("verify") as log:
-        report = verify_static(repaired, expectation(target))
-        if report.problems:
-            raise VerifyError(repaired.name, report.problems)
+        report = _verified_static(repaired, target)
         check_import(repaired, pkg.imports, torch_env, work / "verify-venv", python=python, log=log)
         # only a verified wheel reaches the wheelhouse (where publish and the planner look)
         opts.out_dir.mkdir(parents=True, exist_ok=True)

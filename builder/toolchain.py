@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from wheelfarm.cmd import call
 from wheelfarm.errors import ToolchainError
-from wheelfarm.matrix.model import cuda_version
+from wheelfarm.matrix.model import cuda_tag, cuda_version
 
 _NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 # CUDA 12.x refuses gcc newer than 13 (torch caps g++ likewise); CUDA 13 accepts up to 15.
@@ -119,18 +119,25 @@ def assemble_from_pypi(cuda: str, dest: Path, log: Path) -> Path:
     return home
 
 
-def detect(
-    cuda: str, env: dict[str, str], *, work: Path, log: Path, allow_pypi: bool = True
-) -> Toolchain:
-    """Find the toolkit, check it serves `cuda` (torch refuses another major) and the compiler."""
+def _nvcc(home: Path, env: dict[str, str]) -> tuple[Path, Version]:
+    nvcc = home / "bin" / ("nvcc.exe" if sys.platform == "win32" else "nvcc")
+    return nvcc, nvcc_version(call([nvcc, "--version"], env=env, capture=True))
+
+
+def installed_cuda_tag(env: dict[str, str]) -> str:
+    """The CUDA tag of the toolkit this machine has (local builds default to it)."""
     home = find_cuda_home(env)
     if home is None:
-        if not allow_pypi:
-            msg = f"no CUDA toolkit found (CUDA_HOME, CUDA_PATH, nvcc on PATH) for {cuda}"
-            raise ToolchainError(msg)
-        home = assemble_from_pypi(cuda, work / "cuda-toolkit", log)
-    nvcc = home / "bin" / ("nvcc.exe" if sys.platform == "win32" else "nvcc")
-    version = nvcc_version(call([nvcc, "--version"], env=env, capture=True))
+        msg = "no CUDA toolkit found (CUDA_HOME, CUDA_PATH, nvcc on PATH); pass --cuda"
+        raise ToolchainError(msg)
+    return cuda_tag(_nvcc(home, env)[1])
+
+
+def detect(cuda: str, env: dict[str, str], *, work: Path, log: Path) -> Toolchain:
+    """Find the toolkit (or assemble a CUDA 13 one from PyPI), check it serves `cuda` (torch
+    refuses another major) and the host compiler."""
+    home = find_cuda_home(env) or assemble_from_pypi(cuda, work / "cuda-toolkit", log)
+    nvcc, version = _nvcc(home, env)
     wanted = cuda_version(cuda)
     if version.major != wanted.major:
         msg = (

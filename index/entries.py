@@ -11,7 +11,7 @@ from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from wheelfarm.matrix.model import Matrix, cuda_version
+from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.wheelname import build_id, platform_family
 
 _LABEL = re.compile(r"^(cu\d{3})(?:torch(\d+\.\d+)(\.stable)?)?$")
@@ -150,7 +150,3 @@ def check_name(name: str) -> NormalizedName:
         msg = f"unsafe project name {name!r}"
         raise ValueError(msg)
     return normalized
-
-
-def cuda_sort_key(cuda: str) -> Version:
-    return cuda_version(cuda)

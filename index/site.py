@@ -12,11 +12,13 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
+from packaging.version import Version
 
 from wheelfarm import __version__
 from wheelfarm.errors import SiteError
-from wheelfarm.index.entries import WheelEntry, check_name, cuda_sort_key
+from wheelfarm.index.entries import WheelEntry, check_name
 from wheelfarm.index.sources import FILES_DIR, LocalFile
+from wheelfarm.matrix.model import cuda_version
 
 MANIFEST = "packages.json"
 STAMP = ".wheelfarm-site"  # digest of the input the site on disk was rendered from
@@ -165,7 +167,7 @@ def _write_indexes(writer: _Writer, jinja: Environment, ordered: list[WheelEntry
             combos.setdefault(combo, {}).setdefault(name, []).append(e)
     links = _Links()
     for (cuda, torch), projects in sorted(
-        combos.items(), key=lambda kv: (cuda_sort_key(kv[0][0]), kv[0][1])
+        combos.items(), key=lambda kv: (cuda_version(kv[0][0]), Version(kv[0][1]))
     ):
         base = f"{cuda}/torch{torch}"
         writer.put(

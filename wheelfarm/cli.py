@@ -19,13 +19,11 @@ from wheelfarm.builder.build import BuildOptions, run_build, verify_wheel
 from wheelfarm.builder.envs import PIP_INDEX, default_cache
 from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
 from wheelfarm.builder.target import Target, host_platform_name, resolve, select
-from wheelfarm.builder.toolchain import find_cuda_home, nvcc_version
-from wheelfarm.cmd import call
+from wheelfarm.builder.toolchain import installed_cuda_tag
 from wheelfarm.errors import (
     PlanError,
     PublishError,
     SiteError,
-    ToolchainError,
     WheelfarmError,
 )
 from wheelfarm.index.coverage import coverage, markdown, svg, write_docs
@@ -36,7 +34,7 @@ from wheelfarm.index.site import build_site, read_manifest
 from wheelfarm.index.sources import GitHubReleases, from_wheelhouse, yanked_versions
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import MATRIX_DIR, load_matrix
-from wheelfarm.matrix.model import PLATFORMS, ArchList, Matrix, cuda_tag
+from wheelfarm.matrix.model import PLATFORMS, ArchList, Matrix
 from wheelfarm.matrix.plan import (
     Filters,
     existing_build_ids,
@@ -173,13 +171,7 @@ def _target(args: argparse.Namespace) -> tuple[Target, bool]:
     if not (args.local or args.package):
         msg = "give a build id (see `wheelfarm plan`), or --local, or --package with flags"
         raise PlanError(msg)
-    cuda = args.cuda
-    if cuda is None:
-        home = find_cuda_home(dict(os.environ))
-        if home is None:
-            msg = "no CUDA toolkit found to default --cuda from; pass --cuda"
-            raise ToolchainError(msg)
-        cuda = cuda_tag(nvcc_version(call([home / "bin" / "nvcc", "--version"], capture=True)))
+    cuda = args.cuda or installed_cuda_tag(dict(os.environ))
     python = args.python or f"{sys.version_info[0]}.{sys.version_info[1]}"
     target = select(
         matrix,

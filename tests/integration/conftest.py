@@ -69,6 +69,14 @@ def demo_build(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Dem
     return DemoBuild(wheel, record, envs[-1])
 
 
+def pip(py: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """Real pip in `py`'s venv, with no user config: only the indexes a test names."""
+    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    return subprocess.run(
+        [py, "-m", "pip", *map(str, args)], capture_output=True, text=True, env=env, check=False
+    )
+
+
 def fresh_venv(path: Path, torch_env: Path) -> Path:
     """A new venv that sees the shared torch env (as the builder's import check does)."""
     shutil.rmtree(path, ignore_errors=True)

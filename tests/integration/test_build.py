@@ -13,7 +13,7 @@ import pytest
 
 from wheelfarm.builder.wheelfile import dist_info, write_wheel
 
-from .conftest import DemoBuild, fresh_venv, wheelfarm
+from .conftest import DemoBuild, fresh_venv, pip, wheelfarm
 
 pytestmark = pytest.mark.integration
 
@@ -29,12 +29,9 @@ def test_demo_wheel_is_repaired_labelled_and_imports(demo_build: DemoBuild, tmp_
         }
     }
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
-    subprocess.run(
-        [py, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", wheel], check=True
-    )
-    show = subprocess.run(
-        [py, "-m", "pip", "show", "wheelfarm-demo"], check=True, capture_output=True, text=True
-    ).stdout
+    installed = pip(py, "install", "--no-deps", "--no-index", wheel)
+    assert installed.returncode == 0, installed.stderr
+    show = pip(py, "show", "wheelfarm-demo").stdout
     assert "Version: 0.1.0+cu130torch2.14" in show
     out = subprocess.run(
         [py, "-c", "import torch, wheelfarm_demo; print(wheelfarm_demo._C.saxpy.__doc__)"],

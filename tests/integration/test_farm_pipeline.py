@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,19 +14,12 @@ import pytest
 from tests.fakegithub import fake_github
 from wheelfarm.index.serve import served
 
-from .conftest import DemoBuild, fresh_venv, wheelfarm
+from .conftest import DemoBuild, fresh_venv, pip, wheelfarm
 
 pytestmark = pytest.mark.integration
 PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
 FILTERS = ("--package", "wheelfarm-demo", "--cuda", "cu130", "--torch", "2.14", "--python", PY,
            "--platform", "linux_x86_64")  # fmt: skip
-
-
-def _pip(py: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
-    return subprocess.run(
-        [py, "-m", "pip", *args], capture_output=True, text=True, check=False, env=env
-    )
 
 
 def _outputs(path: Path) -> dict[str, str]:
@@ -62,7 +54,7 @@ def test_plan_build_publish_index_install(
         assert entry["url"].startswith(f"{gh.base}/download/wheelfarm-demo-v0.1.0/")
         with served(site) as url:
             py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
-            installed = _pip(py, "install", "--no-cache-dir", "--index-url",
+            installed = pip(py, "install", "--no-cache-dir", "--index-url",
                                        f"{url}cu130/torch2.14/", "wheelfarm-demo")  # fmt: skip
             assert installed.returncode == 0, installed.stderr
     again = wheelfarm("plan", *FILTERS, "--existing", site / "packages.json", "--format", "json")

@@ -4,7 +4,6 @@ combos), served on 127.0.0.1, installed from by real pip and uv in fresh venvs."
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 from wheelfarm.index.serve import served
 
-from .conftest import DemoBuild, fresh_venv, retag, wheelfarm
+from .conftest import DemoBuild, fresh_venv, pip, retag, wheelfarm
 
 pytestmark = pytest.mark.integration
 CP = f"cp{sys.version_info[0]}{sys.version_info[1]}"
@@ -42,13 +41,6 @@ def served_site(
         yield site, url
 
 
-def _pip(py: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    return subprocess.run(
-        [py, "-m", "pip", *args], capture_output=True, text=True, env=env, check=False
-    )
-
-
 def test_site_layout_and_hashes(served_site: tuple[Path, str], demo_build: DemoBuild) -> None:
     site, _ = served_site
     page = (site / "cu130" / "torch2.14" / "wheelfarm-demo" / "index.html").read_text()
@@ -69,9 +61,9 @@ def test_pip_installs_the_matching_wheel_with_hash_checked(
 ) -> None:
     _, url = served_site
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
-    result = _pip(py, "install", "--extra-index-url", f"{url}cu130/torch2.14/", "wheelfarm-demo")
+    result = pip(py, "install", "--extra-index-url", f"{url}cu130/torch2.14/", "wheelfarm-demo")
     assert result.returncode == 0, result.stderr
-    show = _pip(py, "show", "wheelfarm-demo").stdout
+    show = pip(py, "show", "wheelfarm-demo").stdout
     assert "Version: 0.1.0+cu130torch2.14" in show
     subprocess.run([py, "-c", "import torch, wheelfarm_demo"], check=True)
 
@@ -86,7 +78,7 @@ def test_pip_refuses_a_wrong_hash(
     page.write_text(page.read_text().replace(demo_build.record["wheel"]["sha256"], "0" * 64))
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
     with served(bad) as url:
-        result = _pip(
+        result = pip(
             py,
             "install",
             "--no-cache-dir",
@@ -130,10 +122,10 @@ def test_a_combo_without_a_matching_wheel_installs_nothing(
 ) -> None:
     _, url = served_site
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
-    result = _pip(py, "install", "--index-url", f"{url}cu130/torch2.13/", "wheelfarm-demo")
+    result = pip(py, "install", "--index-url", f"{url}cu130/torch2.13/", "wheelfarm-demo")
     assert result.returncode != 0
     assert "No matching distribution found for wheelfarm-demo" in result.stderr
-    assert _pip(py, "show", "wheelfarm-demo").returncode != 0
+    assert pip(py, "show", "wheelfarm-demo").returncode != 0
 
 
 def test_local_farm_prints_a_working_pip_command(
@@ -154,8 +146,8 @@ def test_local_farm_prints_a_working_pip_command(
     )
     pip_line = next(line for line in result.stdout.splitlines() if line.startswith("pip install"))
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
-    installed = _pip(py, *pip_line.split()[1:])
+    installed = pip(py, *pip_line.split()[1:])
     assert installed.returncode == 0, installed.stderr
-    assert "Version: 0.1.0+cu130torch2.14" in _pip(py, "show", "wheelfarm-demo").stdout
+    assert "Version: 0.1.0+cu130torch2.14" in pip(py, "show", "wheelfarm-demo").stdout
     again = wheelfarm("farm", "--store", store, "--site", tmp_path / "site", "--cache", cache_dir)
     assert "[plan] 0 to build, 1 already in" in again.stderr

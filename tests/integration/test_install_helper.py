@@ -14,7 +14,7 @@ import pytest
 
 from wheelfarm.index.serve import served
 
-from .conftest import DemoBuild, fresh_venv, retag, wheelfarm
+from .conftest import DemoBuild, fresh_venv, pip, retag, wheelfarm
 
 pytestmark = pytest.mark.integration
 HELPER = Path(__file__).parents[2] / "scripts" / "wheelfarm_install.py"
@@ -46,8 +46,7 @@ def test_installs_the_wheel_matching_the_venvs_torch(
     result = _helper(site_url, "wheelfarm-demo", "--python", py)
     assert result.returncode == 0, result.stderr
     assert f"--extra-index-url {site_url}cu130/torch2.14/" in result.stdout
-    show = subprocess.run([py, "-m", "pip", "show", "wheelfarm-demo"], capture_output=True,
-                          text=True, check=True).stdout  # fmt: skip
+    show = pip(py, "show", "wheelfarm-demo").stdout
     assert "Version: 0.1.0+cu130torch2.14" in show
 
 
