@@ -1,23 +1,79 @@
 """Read what a compiled extension carries, without cuobjdump: the SM cubins and PTX in its
 fatbin, its NEEDED libraries and the newest glibc symbol version it asks for.
 
-ELF (Linux .so) sections: `.nv_fatbin` holds the CUDA fatbin, `.dynamic` + `.dynstr` the
-NEEDED list. PE (Windows .pyd/.dll) keeps the fatbin in section `.nv_fatb`. The fatbin layout
-is NVIDIA's (fatbinary.h): a 16-byte container header, then entries whose header gives the kind
+The containers are read with libraries that know them: pyelftools for ELF (Linux .so: the
+`.nv_fatbin` section, DT_NEEDED in the dynamic section, the GLIBC_x.y names in the version
+requirements `.gnu.version_r`), pefile for PE (Windows .pyd/.dll: the `.nv_fatb` section and
+the import directory). No library reads NVIDIA's fatbin layout (fatbinary.h), so
+`parse_fatbin` does: a 16-byte container header, then entries whose header gives the kind
 (1 PTX, 2 ELF cubin), header size, padded payload size and the SM number at offset 28.
+
+Wheels come from anywhere, so a corrupt file must fail fast and plainly: every loop here moves
+forward and stays inside the bytes it was given, and a broken ELF or PE raises ValueError.
 """
 
 from __future__ import annotations
 
+import io
 import re
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+import pefile  # type: ignore[import-untyped]
+from elftools.common.exceptions import ELFError
+from elftools.construct import ConstructError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerNeedSection
+from elftools.elf.sections import Section
 
 FATBIN_MAGIC = 0xBA55ED50
 KIND_PTX, KIND_CUBIN = 1, 2
-_DT_NEEDED = 1
-_PE32_PLUS = 0x20B
-_GLIBC = re.compile(rb"GLIBC_([0-9]+)\.([0-9]+)")
+
+_MAGIC = struct.pack("<I", FATBIN_MAGIC)
+_CONTAINER = struct.Struct("<IHHQ")  # magic, version, header size, body size
+_ENTRY = struct.Struct("<HHIQ")  # kind, version, header size, padded payload size
+_ENTRY_SM = struct.Struct("<I")
+_SM_OFFSET = 28
+_ENTRY_MIN = _SM_OFFSET + _ENTRY_SM.size  # an entry header reaches at least past its SM field
+
+_ELF32_HEADER, _ELF64_HEADER = 52, 64
+_GLIBC = re.compile(r"GLIBC_([0-9]+)\.([0-9]+)(?:\.[0-9]+)*")
+_VERSION_RECORD = 16  # Elf_Verneed and Elf_Vernaux are 16 bytes in both ELF classes
+# pyelftools follows the offsets a file gives it; a hostile file can point them in a circle.
+# The stream it reads through charges every read (bytes plus a per-call cost) and gives up
+# once the charge passes the file's length plus this slack; real files stay far below it.
+_READ_SLACK = 1 << 20
+_READ_CALL_COST = 64
+
+_ELF_ERRORS: tuple[type[Exception], ...] = (
+    ELFError,
+    ConstructError,
+    struct.error,
+    IndexError,
+    KeyError,
+    ValueError,
+    OverflowError,
+    AssertionError,  # pyelftools asserts the type of linked sections
+    AttributeError,
+    TypeError,
+    RecursionError,
+)
+_PE_ERRORS: tuple[type[Exception], ...] = (
+    pefile.PEFormatError,
+    struct.error,
+    IndexError,
+    KeyError,
+    ValueError,
+    OverflowError,
+    AttributeError,
+    TypeError,
+)
+
+
+class _CorruptBinaryError(ValueError):
+    """A truncated or malformed ELF/PE file (a ValueError, so callers catch it as one)."""
 
 
 @dataclass(frozen=True)
@@ -35,101 +91,191 @@ class BinaryInfo:
 
 
 def parse_fatbin(blob: bytes) -> tuple[frozenset[str], frozenset[str]]:
-    """(cubins, ptx) as {'sm_90', ...} from the bytes of a fatbin section (many containers)."""
+    """(cubins, ptx) as {'sm_90', ...} from the bytes of a fatbin section (many containers).
+
+    Sizes come from the file, so none is trusted: a container or entry whose sizes run past
+    the end is not read past it, and each step advances by at least one header.
+    """
     cubins: set[str] = set()
     ptx: set[str] = set()
-    pos = 0
-    while pos + 16 <= len(blob):
-        magic, _, header, size = struct.unpack_from("<IHHQ", blob, pos)
-        if magic != FATBIN_MAGIC:
-            pos += 8  # containers are 8-aligned; skip padding between them
+    pos = blob.find(_MAGIC)
+    while pos >= 0 and pos + _CONTAINER.size <= len(blob):
+        _, _, header, size = _CONTAINER.unpack_from(blob, pos)
+        if header < _CONTAINER.size:  # not a container header: look for the next magic
+            pos = blob.find(_MAGIC, pos + 1)
             continue
-        entry, end = pos + header, pos + header + size
-        while entry + 32 <= end:
-            kind, _, entry_header, payload = struct.unpack_from("<HHIQ", blob, entry)
-            (sm,) = struct.unpack_from("<I", blob, entry + 28)
-            if entry_header == 0:
-                break
-            (ptx if kind == KIND_PTX else cubins if kind == KIND_CUBIN else set()).add(f"sm_{sm}")
-            entry += entry_header + payload
-        pos = end
+        end = pos + header + size
+        for kind, sm in _entries(blob, pos + header, min(end, len(blob))):
+            if kind == KIND_PTX:
+                ptx.add(f"sm_{sm}")
+            elif kind == KIND_CUBIN:
+                cubins.add(f"sm_{sm}")
+        pos = blob.find(_MAGIC, end)  # past the end of blob: -1
     return frozenset(cubins), frozenset(ptx)
 
 
+def _entries(blob: bytes, pos: int, end: int) -> Iterator[tuple[int, int]]:
+    """(kind, sm) of each whole entry in blob[pos:end]; stops at the first one that is not."""
+    while pos + _ENTRY_MIN <= end:
+        kind, _, header, payload = _ENTRY.unpack_from(blob, pos)
+        following = pos + header + payload
+        if header < _ENTRY_MIN or following > end:
+            return
+        (sm,) = _ENTRY_SM.unpack_from(blob, pos + _SM_OFFSET)
+        yield kind, sm
+        pos = following
+
+
+class _MeteredStream(io.BytesIO):
+    """The ELF bytes, charging each read so that no table walk can go on forever."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self._left = len(data) + _READ_SLACK
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        chunk = super().read(size)
+        self._left -= len(chunk) + _READ_CALL_COST
+        if self._left < 0:
+            msg = "corrupt ELF: its tables overlap or loop (read far more than the file holds)"
+            raise _CorruptBinaryError(msg)
+        return chunk
+
+
 def _elf(data: bytes) -> BinaryInfo:
-    if data[4] != 2 or data[5] != 1:  # noqa: PLR2004 - ELFCLASS64, little-endian
-        msg = "only 64-bit little-endian ELF is supported"
-        raise ValueError(msg)
-    (shoff,) = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    sections = []
-    for i in range(shnum):
-        name, kind, _, _, offset, size, link = struct.unpack_from(
-            "<IIQQQQI", data, shoff + i * shentsize
-        )
-        sections.append((name, kind, offset, size, link))
-    str_off = sections[shstrndx][2]
+    try:
+        return _read_elf(data)
+    except _CorruptBinaryError:
+        raise
+    except _ELF_ERRORS as exc:
+        msg = f"corrupt ELF: {exc or type(exc).__name__}"
+        raise _CorruptBinaryError(msg) from exc
 
-    def section_name(index: int) -> str:
-        start = str_off + sections[index][0]
-        return data[start : data.index(b"\0", start)].decode()
 
-    cubins: frozenset[str] = frozenset()
-    ptx: frozenset[str] = frozenset()
+def _read_elf(data: bytes) -> BinaryInfo:
+    if len(data) < (_ELF64_HEADER if data[4:5] == b"\x02" else _ELF32_HEADER):
+        msg = "truncated ELF: shorter than its file header"
+        raise _CorruptBinaryError(msg)
+    elf = ELFFile(_MeteredStream(data))
+    count = elf.num_sections()
+    table_end: int = elf["e_shoff"] + count * elf["e_shentsize"]
+    if count and table_end > len(data):
+        msg = "truncated ELF: the section header table ends past the end of the file"
+        raise _CorruptBinaryError(msg)
+    cubins: set[str] = set()
+    ptx: set[str] = set()
     needed: list[str] = []
-    for i, (_, _, offset, size, link) in enumerate(sections):
-        name = section_name(i)
-        if name == ".nv_fatbin":
-            cubins, ptx = parse_fatbin(data[offset : offset + size])
-        elif name == ".dynamic":
-            dynstr = sections[link][2]
-            for pos in range(offset, offset + size, 16):
-                tag, value = struct.unpack_from("<qQ", data, pos)
-                if tag == _DT_NEEDED:
-                    needed.append(data[dynstr + value : data.index(b"\0", dynstr + value)].decode())
-    versions = [(int(a), int(b)) for a, b in _GLIBC.findall(data)]
-    return BinaryInfo(cubins, ptx, tuple(needed), max(versions) if versions else None)
+    glibc: list[tuple[int, int]] = []
+    for section in elf.iter_sections():
+        if section.name == ".nv_fatbin":
+            found_cubins, found_ptx = parse_fatbin(_section_bytes(section, data))
+            cubins |= found_cubins
+            ptx |= found_ptx
+        elif isinstance(section, DynamicSection):
+            needed.extend(_needed(section, len(data), elf.elfclass))
+        elif isinstance(section, GNUVerNeedSection):
+            glibc.extend(_glibc_versions(section, len(data)))
+    return BinaryInfo(frozenset(cubins), frozenset(ptx), tuple(needed), max(glibc, default=None))
+
+
+def _section_end(section: Section, size: int) -> int:
+    """The file offset where section's bytes end, checked against the file size."""
+    end = section["sh_offset"] + section["sh_size"]
+    if section["sh_type"] != "SHT_NOBITS" and end > size:
+        msg = f"truncated ELF: section {section.name} ends past the end of the file"
+        raise _CorruptBinaryError(msg)
+    return end
+
+
+def _section_bytes(section: Section, data: bytes) -> bytes:
+    if section["sh_type"] == "SHT_NOBITS":
+        return b""
+    if section.compressed:  # linkers compress debug sections only; nvcc never this one
+        msg = f"unsupported ELF: section {section.name} is compressed"
+        raise _CorruptBinaryError(msg)
+    return data[section["sh_offset"] : _section_end(section, len(data))]
+
+
+def _needed(section: DynamicSection, size: int, elfclass: int) -> Iterator[str]:
+    """DT_NEEDED names, reading no more tags than the section holds."""
+    _section_end(section, size)
+    capacity = section["sh_size"] // (2 * elfclass // 8)  # Elf_Dyn: d_tag, d_val
+    for index, tag in enumerate(section.iter_tags()):
+        if index >= capacity:
+            return  # no DT_NULL inside the section: stop at its end
+        if tag["d_tag"] == "DT_NEEDED":
+            name = getattr(tag, "needed", None)  # pyelftools sets it for DT_NEEDED tags
+            if not isinstance(name, str):
+                msg = "corrupt ELF: a DT_NEEDED entry has no name"
+                raise _CorruptBinaryError(msg)
+            yield name
+
+
+def _glibc_versions(section: GNUVerNeedSection, size: int) -> Iterator[tuple[int, int]]:
+    """(major, minor) of every GLIBC_x.y[.z] version the file requires (`.gnu.version_r`)."""
+    _section_end(section, size)
+    capacity = section["sh_size"] // _VERSION_RECORD
+    records = 0
+    for _, auxiliaries in section.iter_versions():
+        records += 1
+        for aux in auxiliaries:
+            records += 1
+            if records > capacity:
+                break
+            match = _GLIBC.fullmatch(aux.name)
+            if match:
+                yield int(match[1]), int(match[2])
+        if records > capacity:  # sh_info or vn_cnt claim more records than fit
+            msg = f"corrupt ELF: {section.name} lists more versions than it holds"
+            raise _CorruptBinaryError(msg)
 
 
 def _pe(data: bytes) -> BinaryInfo:
+    try:
+        return _read_pe(data)
+    except _CorruptBinaryError:
+        raise
+    except _PE_ERRORS as exc:
+        reason = str(exc).strip("'") or type(exc).__name__  # pefile quotes its messages
+        msg = f"corrupt PE: {reason}"
+        raise _CorruptBinaryError(msg) from exc
+
+
+def _read_pe(data: bytes) -> BinaryInfo:
     """PE (.pyd/.dll): the fatbin section, and the DLL names in the import directory."""
-    (pe,) = struct.unpack_from("<I", data, 0x3C)
-    (nsections,) = struct.unpack_from("<H", data, pe + 6)
-    (optional_size,) = struct.unpack_from("<H", data, pe + 20)
-    (magic,) = struct.unpack_from("<H", data, pe + 24)
-    directories = pe + 24 + (112 if magic == _PE32_PLUS else 96)
-    (import_rva,) = struct.unpack_from("<I", data, directories + 8)  # entry 1: import table
-    sections = []
-    for i in range(nsections):
-        raw = pe + 24 + optional_size + i * 40
-        name = data[raw : raw + 8].rstrip(b"\0").decode(errors="replace")
-        vsize, va, size, offset = struct.unpack_from("<IIII", data, raw + 8)
-        sections.append((name, va, max(vsize, size), offset, size))
-
-    def at(rva: int) -> int:
-        for _, va, span, offset, _ in sections:
-            if va <= rva < va + span:
-                return int(rva - va + offset)
-        msg = f"RVA {rva:#x} lies in no section"
-        raise ValueError(msg)
-
-    cubins: frozenset[str] = frozenset()
-    ptx: frozenset[str] = frozenset()
-    for name, _, _, offset, size in sections:
+    pe = pefile.PE(data=data, fast_load=True)
+    declared: int = pe.FILE_HEADER.NumberOfSections
+    if len(pe.sections) < declared:  # pefile stops at the first unreadable section header
+        msg = f"truncated PE: only {len(pe.sections)} of {declared} section headers are readable"
+        raise _CorruptBinaryError(msg)
+    cubins: set[str] = set()
+    ptx: set[str] = set()
+    for section in pe.sections:
+        name = bytes(section.Name).rstrip(b"\0").decode(errors="replace")
+        start: int = section.PointerToRawData
+        raw_size: int = section.SizeOfRawData
+        if start + raw_size > len(data):
+            msg = f"truncated PE: section {name} ends past the end of the file"
+            raise _CorruptBinaryError(msg)
         if name == ".nv_fatb":
-            cubins, ptx = parse_fatbin(data[offset : offset + size])
-    needed = []
-    pos = at(import_rva) if import_rva else -1
-    while pos >= 0 and any(data[pos : pos + 20]):
-        (name_rva,) = struct.unpack_from("<I", data, pos + 12)
-        start = at(name_rva)
-        needed.append(data[start : data.index(b"\0", start)].decode())
-        pos += 20
-    return BinaryInfo(cubins, ptx, tuple(needed))
+            found_cubins, found_ptx = parse_fatbin(bytes(section.get_data()))
+            cubins |= found_cubins
+            ptx |= found_ptx
+    index: int = pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"]
+    pe.parse_data_directories(directories=[index], import_dllnames_only=True)
+    needed = [bytes(entry.dll).decode() for entry in getattr(pe, "DIRECTORY_ENTRY_IMPORT", [])]
+    directories = pe.OPTIONAL_HEADER.DATA_DIRECTORY
+    if not needed and index < len(directories) and directories[index].VirtualAddress:
+        msg = "corrupt PE: the import directory could not be read"
+        raise _CorruptBinaryError(msg)
+    return BinaryInfo(frozenset(cubins), frozenset(ptx), tuple(needed))
 
 
 def inspect_binary(data: bytes) -> BinaryInfo:
-    """Dispatch on the file magic; anything else carries no device code."""
+    """Dispatch on the file magic; anything else carries no device code.
+
+    Raises ValueError, with a short reason, for a truncated or malformed ELF or PE file.
+    """
     if data[:4] == b"\x7fELF":
         return _elf(data)
     if data[:2] == b"MZ":
