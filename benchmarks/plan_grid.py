@@ -11,9 +11,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from wheelfarm.core.root import FarmRoot, find_root
+from wheelfarm.github.actions import github_outputs
 from wheelfarm.matrix.expand import expand
-from wheelfarm.matrix.load import MATRIX_DIR, load_matrix
-from wheelfarm.matrix.plan import Filters, github_outputs, make_plan
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.plan import Filters, make_plan
+
+REPO = find_root(Path(__file__).resolve().parents[1])  # this checkout's farm root
 
 ABIS = (
     ["{kind: cpython}"] * 38
@@ -22,9 +26,13 @@ ABIS = (
 )
 
 
-def synthetic(root: Path) -> Path:
+def synthetic(folder: Path) -> FarmRoot:
+    farm = FarmRoot(folder)
+    root = farm.matrix
+    root.mkdir()
+    shutil.copytree(REPO.schemas, farm.schemas)
     for name in ("torch.yaml", "arch.yaml", "farm.yaml"):
-        shutil.copy(MATRIX_DIR / name, root / name)
+        shutil.copy(REPO.matrix / name, root / name)
     (root / "packages").mkdir()
     for i, abi in enumerate(ABIS):
         (root / "packages" / f"pkg-{i:02d}.yaml").write_text(
@@ -37,7 +45,7 @@ def synthetic(root: Path) -> Path:
             + f"abi: {abi}\narch: {{via: torch}}\nimport: [pkg_{i:02d}]\n"
             + "build_minutes_per_arch: 8\n"
         )
-    return root
+    return farm
 
 
 def main() -> None:
@@ -49,7 +57,7 @@ def main() -> None:
         expansion = expand(matrix)
         expanded = time.perf_counter()
         plan = make_plan(matrix, expansion, filters=Filters())
-        github_outputs(plan, matrix)
+        github_outputs(plan, matrix.farm.hosted_job_limit_minutes)
         done = time.perf_counter()
     print(f"packages: {len(matrix.packages)} (2 versions each)")
     print(

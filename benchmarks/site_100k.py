@@ -11,8 +11,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from wheelfarm.core.root import find_root
 from wheelfarm.index.entries import Covered, WheelEntry
 from wheelfarm.index.site import build_site
+
+REPO = find_root(Path(__file__).resolve().parents[1])  # this checkout's farm root
 
 RELEASES = "https://github.com/o/r/releases/download/t/"
 TORCH = ["2.9", "2.10", "2.11", "2.12", "2.13", "2.14"]
@@ -58,10 +61,10 @@ def main() -> None:
     wheels = entries(count)
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        first = build_site(wheels, Path(tmp))
+        first = build_site(wheels, Path(tmp), templates=REPO.templates)
         cold = time.perf_counter() - started
         started = time.perf_counter()
-        again = build_site(wheels, Path(tmp))
+        again = build_site(wheels, Path(tmp), templates=REPO.templates)
         warm = time.perf_counter() - started
     print(f"{count} wheels -> {first.combos} (cuda, torch) indexes, {len(first.written)} files")
     print(

@@ -4,26 +4,33 @@ verify -> record, each step timed, logged to its own file and announced with a p
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import psutil
+
 from wheelfarm import __version__
 from wheelfarm.builder import envs, source, toolchain
-from wheelfarm.builder.platforms import PLATFORMS
+from wheelfarm.builder.platforms import REPAIRERS, RepairJob
+from wheelfarm.builder.policy import library_policy
+from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.target import Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
-from wheelfarm.builder.wheelfile import relabel
-from wheelfarm.cmd import call
-from wheelfarm.errors import BuildError, ToolchainError, VerifyError, WheelfarmError
-from wheelfarm.net import sha256_file
+from wheelfarm.core.errors import BuildError, ToolchainError, VerifyError, WheelfarmError
+from wheelfarm.core.http import sha256_file
+from wheelfarm.core.platforms import os_of
+from wheelfarm.core.proc import call
+
+logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 60.0  # a compile prints its progress this often
 STEPS = ("toolchain", "environment", "source", "compile", "relabel", "repair", "verify", "record")
@@ -48,7 +55,6 @@ class BuildOptions:
     sdist_index: str = source.DEFAULT_SDIST_INDEX
     plat: str | None = None  # auditwheel --plat; None: the platform's manylinux tag
     python: str | None = None  # interpreter to build for; None: found from the target
-    echo: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
 
 
 @dataclass
@@ -79,18 +85,11 @@ def find_python(version: str, explicit: str | None) -> str:
 
 
 def max_jobs(gb_per_job: float) -> int:
-    """Parallel compile jobs that fit in available RAM (flash-attn OOMs above that)."""
+    """Parallel compile jobs that fit in available RAM (flash-attn OOMs above that), on every
+    OS (psutil reads it on Windows too)."""
     cores = os.cpu_count() or 1
-    try:
-        meminfo = Path("/proc/meminfo").read_text(encoding="utf-8")
-        kb = next(
-            int(line.split()[1])
-            for line in meminfo.splitlines()
-            if line.startswith("MemAvailable:")
-        )
-        return max(1, min(cores, int(kb / 1024 / 1024 / gb_per_job)))
-    except (OSError, StopIteration):
-        return max(1, cores // 2)
+    available_gb = psutil.virtual_memory().available / 1024**3
+    return max(1, min(cores, int(available_gb / gb_per_job)))
 
 
 def _ccache_counts(env: dict[str, str]) -> dict[str, int]:
@@ -151,6 +150,7 @@ def expectation(target: Target) -> Expectation:
         python_tag=b.python_tag,
         platform=b.platform,
         archs=b.archs,
+        policy=library_policy(target.root, os_of(b.platform)),
         vendor_allow=target.package.vendor_allow,
     )
 
@@ -217,32 +217,29 @@ def verify_wheel(
 
 
 class _Steps:
-    """Times each step, writes its log, prints '[i/8] step' lines, names the log on failure."""
+    """Times each step, writes its log, logs '[i/8] step' lines, names the log on failure."""
 
-    def __init__(self, logs: Path, echo: Callable[[str], None]) -> None:
-        self.logs, self.echo = logs, echo
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
         self.durations: dict[str, float] = {}
 
     @contextmanager
     def step(self, name: str) -> Iterator[Path]:
         log = self.logs / f"{STEPS.index(name) + 1}-{name}.log"
-        self.echo(f"[{STEPS.index(name) + 1}/{len(STEPS)}] {name} (log: {log})")
+        number = f"[{STEPS.index(name) + 1}/{len(STEPS)}]"
+        logger.info("%s %s (log: %s)", number, name, log)
         started = time.perf_counter()
         try:
             yield log
         except WheelfarmError as exc:
-            self.echo(
-                f"[{STEPS.index(name) + 1}/{len(STEPS)}] {name} FAILED after "
-                f"{time.perf_counter() - started:.1f}s"
-            )
+            elapsed = time.perf_counter() - started
+            logger.error("%s %s FAILED after %.1fs", number, name, elapsed)  # noqa: TRY400 - main reports the error once
             if isinstance(exc, (VerifyError, ToolchainError)):
                 raise
             msg = f"step {name!r} failed: {exc}"
             raise BuildError(msg) from exc
         self.durations[name] = round(time.perf_counter() - started, 2)
-        self.echo(
-            f"[{STEPS.index(name) + 1}/{len(STEPS)}] {name} done in {self.durations[name]:.1f}s"
-        )
+        logger.info("%s %s done in %.1fs", number, name, self.durations[name])
 
 
 def run_build(target: Target, opts: BuildOptions) -> BuildResult:
@@ -251,7 +248,7 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
     logs = opts.out_dir / "logs" / target.id
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)
-    steps = _Steps(logs, opts.echo)
+    steps = _Steps(logs)
     build, pkg = target.build, target.package
     python = find_python(build.python, opts.python)
     index = opts.torch_index or target.torch_index
@@ -267,7 +264,13 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         torch_site = envs.site_packages(torch_env.python) if torch_env else None
     with steps.step("source") as log:
         src = source.fetch(
-            pkg.name, target.source, work, cache=opts.cache, sdist_index=opts.sdist_index, log=log
+            pkg.name,
+            target.source,
+            work,
+            root=target.root,
+            cache=opts.cache,
+            sdist_index=opts.sdist_index,
+            log=log,
         )
     env = compile_env(target, tc, py.parent, torch_site, work, opts.cache)
     with steps.step("compile") as log:
@@ -305,9 +308,15 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
     with steps.step("repair") as log:
         torch_lib = torch_site / "torch" / "lib" if torch_site else None
         plat = opts.plat or target.wheel_platform
-        repaired = PLATFORMS[build.platform].repair(
-            labelled, work / "repaired", plat=plat, torch_lib=torch_lib, log=log
+        job = RepairJob(
+            wheel=labelled,
+            out_dir=work / "repaired",
+            plat=plat,
+            torch_lib=torch_lib,
+            policy=library_policy(target.root, os_of(build.platform)),
+            log=log,
         )
+        repaired = REPAIRERS[build.platform].repair(job)
     with steps.step("verify") as log:
         report = _verified_static(repaired, target)
         check_import(repaired, pkg.imports, torch_env, work / "verify-venv", python=python, log=log)

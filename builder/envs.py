@@ -14,8 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelfarm.cmd import call
-from wheelfarm.errors import ToolchainError
+from wheelfarm.core.errors import ToolchainError
+from wheelfarm.core.proc import call
 
 PIP_INDEX = "pip"  # torch index value meaning "pip's own configuration (or a mirror) decides"
 

@@ -1,14 +1,17 @@
-"""The library policy (matrix/libraries.yaml) as data: what torch provides, what the system has."""
+"""The library policy (matrix/libraries.yaml of the farm root) as data: what torch and the CUDA
+runtime provide, and what the system has."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache
+from pathlib import Path
 
 import yaml
 
-from wheelfarm.matrix.load import MATRIX_DIR
+from wheelfarm.core.platforms import OsName
+from wheelfarm.core.root import FarmRoot
 
 
 @dataclass(frozen=True)
@@ -31,11 +34,15 @@ class LibraryPolicy:
 
 
 @cache
-def library_policy(os_name: str) -> LibraryPolicy:
-    """os_name: 'linux' or 'windows'."""
-    data = yaml.safe_load((MATRIX_DIR / "libraries.yaml").read_text(encoding="utf-8"))
+def _load(path: Path, os_name: OsName) -> LibraryPolicy:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
     return LibraryPolicy(
         tuple(data["provided"][os_name]),
         tuple(data["system"][os_name]),
         case_sensitive=os_name != "windows",
     )
+
+
+def library_policy(root: FarmRoot, os_name: OsName) -> LibraryPolicy:
+    """The policy for one OS, read once per farm root."""
+    return _load(root.matrix / "libraries.yaml", os_name)

@@ -10,17 +10,15 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urldefrag, urljoin
 
-import requests
 from packaging.utils import canonicalize_name, parse_sdist_filename
 
-from wheelfarm.cmd import call
-from wheelfarm.errors import BuildError
-from wheelfarm.matrix.load import MATRIX_DIR
+from wheelfarm.core.errors import BuildError
+from wheelfarm.core.http import download, make_session, request
+from wheelfarm.core.proc import call
+from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.model import PackageVersion
-from wheelfarm.net import download, request
 
 DEFAULT_SDIST_INDEX = "https://pypi.org/simple/"
-REPO_ROOT = MATRIX_DIR.parent
 
 
 class _Links(HTMLParser):
@@ -44,7 +42,7 @@ class _Links(HTMLParser):
 def sdist_url(index: str, name: str, version: str) -> str:
     """Find the sdist of name==version on a PEP 503 index page."""
     page = urljoin(index if index.endswith("/") else index + "/", f"{canonicalize_name(name)}/")
-    with requests.Session() as session:
+    with make_session() as session:
         html = request(session, "GET", page).text
     parser = _Links()
     parser.feed(html)
@@ -83,9 +81,17 @@ def _extract(archive: Path, dest: Path) -> Path:
 
 
 def fetch(
-    package: str, source: PackageVersion, work: Path, *, cache: Path, sdist_index: str, log: Path
+    package: str,
+    source: PackageVersion,
+    work: Path,
+    *,
+    root: FarmRoot,
+    cache: Path,
+    sdist_index: str,
+    log: Path,
 ) -> Path:
-    """Materialise the source tree under `work/src` and apply patches; return its root."""
+    """Materialise the source tree under `work/src` and apply the farm root's patches; return
+    the tree. A `path:` source is a folder of the farm root."""
     src_root = work / "src"
     shutil.rmtree(src_root, ignore_errors=True)
     s = source.source
@@ -95,13 +101,17 @@ def fetch(
         tree = _extract(archive, src_root)
     elif s.git is not None and s.commit is not None:
         call(["git", "init", "--quiet", src_root], log=log)
-        call(["git", "-C", src_root, "fetch", "--quiet", "--depth", "1", s.git, s.commit], log=log)
+        # `--` ends the options: a URL or commit from YAML is never read as one
+        call(
+            ["git", "-C", src_root, "fetch", "--quiet", "--depth", "1", "--", s.git, s.commit],
+            log=log,
+        )
         call(["git", "-C", src_root, "checkout", "--quiet", "FETCH_HEAD"], log=log)
         tree = src_root
     elif s.path is not None:
-        origin = REPO_ROOT / s.path
+        origin = root.inside(s.path, f"{package}: source path")
         if not origin.is_dir():
-            msg = f"{package}: source path {s.path!r} is not a folder of this repository"
+            msg = f"{package}: source path {s.path!r} is not a folder of the farm root {root.path}"
             raise BuildError(msg)
         shutil.copytree(
             origin,
@@ -114,7 +124,7 @@ def fetch(
         raise BuildError(msg)
     for patch in source.patches:
         call(
-            ["patch", "-p1", "--forward", "--batch", "-i", MATRIX_DIR / "patches" / patch],
+            ["patch", "-p1", "--forward", "--batch", "-i", root.patches / patch],
             cwd=tree,
             log=log,
         )

@@ -1,17 +1,16 @@
-"""A target: one planned build with everything the builder needs, resolved from a build id,
-from flags, or from this machine (local mode)."""
+"""A target: one planned build with everything the builder needs, resolved from a build id or
+from (package, CUDA, Python, platform[, torch]). Both take the matrix's expansion, made once."""
 
 from __future__ import annotations
 
 import difflib
-import platform as host_platform
-import sys
 from dataclasses import dataclass
 
 from packaging.version import Version
 
-from wheelfarm.errors import PlanError
-from wheelfarm.matrix.expand import Build, expand
+from wheelfarm.core.errors import PlanError
+from wheelfarm.core.root import FarmRoot
+from wheelfarm.matrix.expand import Build, Expansion
 from wheelfarm.matrix.model import Matrix, Package, PackageVersion
 
 
@@ -24,18 +23,11 @@ class Target:
     source: PackageVersion
     torch_index: str
     wheel_platform: str
+    root: FarmRoot  # where the package's patches and path sources live
 
     @property
     def id(self) -> str:
         return self.build.id
-
-
-def host_platform_name() -> str:
-    """This machine as a farm platform name."""
-    if sys.platform == "win32":
-        return "win_amd64"
-    machine = host_platform.machine().lower()
-    return f"linux_{'aarch64' if machine in ('aarch64', 'arm64') else 'x86_64'}"
 
 
 def _target(matrix: Matrix, build: Build) -> Target:
@@ -47,14 +39,15 @@ def _target(matrix: Matrix, build: Build) -> Target:
         source=source,
         torch_index=matrix.torch_index(build.cuda),
         wheel_platform=matrix.farm.platforms[build.platform].wheel_platform,
+        root=matrix.root,
     )
 
 
-def resolve(matrix: Matrix, build_id: str) -> Target:
+def resolve(matrix: Matrix, expansion: Expansion, build_id: str) -> Target:
     """The target for a build id printed by `wheelfarm plan`."""
-    builds = {b.id: b for b in expand(matrix).builds}
-    if build_id not in builds:
-        hint = difflib.get_close_matches(build_id, list(builds), n=1, cutoff=0.8)
+    build = expansion.by_id.get(build_id)
+    if build is None:
+        hint = difflib.get_close_matches(build_id, list(expansion.by_id), n=1, cutoff=0.8)
         tip = (
             f"; did you mean {hint[0]!r}?"
             if hint
@@ -62,16 +55,23 @@ def resolve(matrix: Matrix, build_id: str) -> Target:
         )
         msg = f"{build_id!r} is not a build of this matrix{tip}"
         raise PlanError(msg)
-    return _target(matrix, builds[build_id])
+    return _target(matrix, build)
 
 
 def select(
-    matrix: Matrix, *, package: str, cuda: str, python: str, platform: str, torch: str | None = None
+    matrix: Matrix,
+    expansion: Expansion,
+    *,
+    package: str,
+    cuda: str,
+    python: str,
+    platform: str,
+    torch: str | None = None,
 ) -> Target:
     """The build serving (package, cuda, python, platform[, torch]); newest torch when unset."""
     wanted = matrix.package(package).name
     best: Build | None = None
-    for b in expand(matrix).builds:
+    for b in expansion.builds:
         for c in b.covers:
             if (c.package, c.cuda, c.python, c.platform) == (wanted, cuda, python, platform) and (
                 torch is None or c.torch == torch

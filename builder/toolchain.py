@@ -12,9 +12,9 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from wheelfarm.cmd import call
-from wheelfarm.errors import ToolchainError
-from wheelfarm.matrix.model import cuda_tag, cuda_version
+from wheelfarm.core.errors import ToolchainError
+from wheelfarm.core.label import cuda_tag, cuda_version
+from wheelfarm.core.proc import call
 
 _NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 # CUDA 12.x refuses gcc newer than 13 (torch caps g++ likewise); CUDA 13 accepts up to 15.

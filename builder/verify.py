@@ -6,21 +6,20 @@ libraries); the import check installs it into a fresh venv beside the target's t
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 import zipfile
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from wheelfarm.builder.binary import BinaryInfo, inspect_binary
-from wheelfarm.builder.policy import library_policy
-from wheelfarm.builder.wheelfile import dist_info, parse_metadata, record_hash
+from wheelfarm.builder.policy import LibraryPolicy
+from wheelfarm.core.platforms import platform_family
+from wheelfarm.core.wheelfile import dist_info, parse_metadata, record_problems
+from wheelfarm.core.wheelname import python_tag
 from wheelfarm.matrix.model import ArchList
-from wheelfarm.matrix.wheelname import platform_family
 
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_")
 _BINARY_SUFFIXES = (".so", ".pyd", ".dll")
@@ -36,6 +35,7 @@ class Expectation:
     python_tag: str  # 'cp312' or 'cp310-abi3'
     platform: str  # farm platform, e.g. linux_x86_64
     archs: ArchList
+    policy: LibraryPolicy  # the farm's libraries.yaml for the target's OS
     vendor_allow: tuple[str, ...] = ()
 
 
@@ -72,10 +72,10 @@ def _check_name(wheel: Path, want: Expectation, report: Report) -> None:
         report.problems.append(
             f"file name: version {version}, expected {want.version}+{want.label}"
         )
-    tag = min(tags, key=str)
-    py = f"{tag.interpreter}-abi3" if tag.abi == "abi3" else tag.interpreter
+    py = python_tag(tags)
     if py != want.python_tag:
         report.problems.append(f"file name: Python tag {py!r}, expected {want.python_tag!r}")
+    tag = min(tags, key=str)
     if platform_family(tag.platform) != want.platform:
         report.problems.append(f"file name: platform {tag.platform!r} is not {want.platform}")
 
@@ -83,33 +83,28 @@ def _check_name(wheel: Path, want: Expectation, report: Report) -> None:
 def _check_metadata(wheel: Path, zf: zipfile.ZipFile, report: Report) -> None:
     """METADATA agrees with the file name and RECORD with every file (pip rejects otherwise)."""
     _, version, _, _ = parse_wheel_filename(wheel.name)
-    info = dist_info(zf.namelist())
-    fields = parse_metadata(zf.read(f"{info}/METADATA"))
-    if fields.get("Version") != str(version):
+    try:
+        info = dist_info(zf.namelist())
+        fields = parse_metadata(zf.read(f"{info}/METADATA"))
+    except (ValueError, KeyError) as exc:
+        report.problems.append(f"METADATA: {exc}")
+        return
+    if fields.get("version") != str(version):
         report.problems.append(
-            f"METADATA Version {fields.get('Version')!r} != file name "
+            f"METADATA Version {fields.get('version')!r} != file name "
             f"version {str(version)!r} (pip: MetadataInconsistent)"
         )
-    if canonicalize_name(fields.get("Name", "")) != parse_wheel_filename(wheel.name)[0]:
-        report.problems.append(f"METADATA Name {fields.get('Name')!r} != file name project")
+    if canonicalize_name(fields.get("name", "")) != parse_wheel_filename(wheel.name)[0]:
+        report.problems.append(f"METADATA Name {fields.get('name')!r} != file name project")
     if info.removesuffix(".dist-info").rsplit("-", 1)[-1] != str(version):
         report.problems.append(f".dist-info folder {info!r} does not carry version {version}")
-    rows = list(csv.reader(io.StringIO(zf.read(f"{info}/RECORD").decode("utf-8"))))
-    recorded = {r[0]: r[1] for r in rows if r}
-    for entry in zf.namelist():
-        if entry.endswith("/") or entry == f"{info}/RECORD":
-            continue
-        if entry not in recorded:
-            report.problems.append(f"RECORD does not list {entry}")
-        elif recorded[entry] != record_hash(zf.read(entry)):
-            report.problems.append(f"RECORD hash of {entry} is wrong")
+    report.problems += record_problems(wheel)
 
 
 def _check_binary(
     entry: str, info: BinaryInfo, want: Expectation, vendored: set[str], report: Report
 ) -> None:
-    os_name = "windows" if want.platform == "win_amd64" else "linux"
-    policy = library_policy(os_name)
+    policy = want.policy
     for lib in info.needed:
         if not (policy.is_system(lib) or policy.is_provided(lib) or lib in vendored):
             report.problems.append(
@@ -136,42 +131,48 @@ def _check_binary(
 
 
 def verify_static(wheel: Path, want: Expectation) -> Report:
-    """Every check that reads only the wheel file."""
+    """Every check that reads only the wheel file; an unreadable wheel is one problem."""
     report = Report()
-    _check_name(wheel, want, report)
-    os_name = "windows" if want.platform == "win_amd64" else "linux"
-    policy = library_policy(os_name)
-    with zipfile.ZipFile(wheel) as zf:
-        _check_metadata(wheel, zf, report)
-        binaries = [n for n in zf.namelist() if _is_binary(n)]
-        vendored = {
-            PurePosixPath(n).name
-            for n in binaries
-            if PurePosixPath(n).parent.name.endswith(".libs")
-        }
-        for lib in sorted(vendored):
-            if policy.is_provided(_unmangle(lib)):
-                report.problems.append(
-                    f"vendors {lib}: torch/CUDA provide it at import; "
-                    f"vendoring breaks the ABI (exclude it in repair)"
-                )
-            elif not any(fnmatchcase(lib, p) for p in want.vendor_allow):
-                report.problems.append(
-                    f"vendors {lib}, which the package's vendor_allow does not list"
-                )
-        floor = _MANYLINUX.match(wheel.name.rsplit("-", 1)[-1])
-        device = 0
-        for entry in binaries:
-            info = inspect_binary(zf.read(entry))
-            device += info.has_device_code
-            if PurePosixPath(entry).parent.name.endswith(".libs"):
-                continue
-            _check_binary(entry, info, want, vendored, report)
-            if floor and info.glibc and info.glibc > (int(floor[1]), int(floor[2])):
-                report.problems.append(
-                    f"{entry} needs GLIBC_{info.glibc[0]}.{info.glibc[1]}, "
-                    f"above the {floor[0][:-1]} tag"
-                )
-        if device == 0:
-            report.problems.append("no shared object carries CUDA device code (no fatbin)")
+    try:
+        _check_name(wheel, want, report)
+        with zipfile.ZipFile(wheel) as zf:
+            _check_contents(wheel, zf, want, report)
+    except (InvalidWheelFilename, zipfile.BadZipFile, OSError, ValueError) as exc:
+        report.problems.append(f"cannot read {wheel.name}: {exc}")
     return report
+
+
+def _check_contents(wheel: Path, zf: zipfile.ZipFile, want: Expectation, report: Report) -> None:
+    """METADATA, RECORD, vendored libraries and every binary's archs, libraries and glibc."""
+    _check_metadata(wheel, zf, report)
+    binaries = [n for n in zf.namelist() if _is_binary(n)]
+    vendored = {
+        PurePosixPath(n).name for n in binaries if PurePosixPath(n).parent.name.endswith(".libs")
+    }
+    for lib in sorted(vendored):
+        if want.policy.is_provided(_unmangle(lib)):
+            report.problems.append(
+                f"vendors {lib}: torch/CUDA provide it at import; "
+                f"vendoring breaks the ABI (exclude it in repair)"
+            )
+        elif not any(fnmatchcase(lib, p) for p in want.vendor_allow):
+            report.problems.append(f"vendors {lib}, which the package's vendor_allow does not list")
+    floor = _MANYLINUX.match(wheel.name.rsplit("-", 1)[-1])
+    device = 0
+    for entry in binaries:
+        try:
+            info = inspect_binary(zf.read(entry))
+        except ValueError as exc:
+            report.problems.append(f"{entry}: unreadable binary: {exc}")
+            continue
+        device += info.has_device_code
+        if PurePosixPath(entry).parent.name.endswith(".libs"):
+            continue
+        _check_binary(entry, info, want, vendored, report)
+        if floor and info.glibc and info.glibc > (int(floor[1]), int(floor[2])):
+            report.problems.append(
+                f"{entry} needs GLIBC_{info.glibc[0]}.{info.glibc[1]}, "
+                f"above the {floor[0][:-1]} tag"
+            )
+    if device == 0:
+        report.problems.append("no shared object carries CUDA device code (no fatbin)")

@@ -11,10 +11,11 @@ from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from wheelfarm.core.label import Label
+from wheelfarm.core.platforms import platform_family
+from wheelfarm.core.wheelname import build_id
 from wheelfarm.matrix.model import Matrix
-from wheelfarm.matrix.wheelname import build_id, platform_family
 
-_LABEL = re.compile(r"^(cu\d{3})(?:torch(\d+\.\d+)(\.stable)?)?$")
 SAFE_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
@@ -61,15 +62,15 @@ class WheelEntry:
 
     def to_json(self) -> dict[str, Any]:
         name, version, tags = self._parsed
-        cuda, torch = split_label(version.local or "")
+        label = read_label(version.local)
         return {
             "filename": self.filename,
             "name": name,
             "version": str(version),
             "public_version": version.public,
             "label": version.local,
-            "cuda": cuda,
-            "torch": torch,
+            "cuda": label.cuda if label else None,
+            "torch": label.torch if label else None,
             "tags": sorted(str(t) for t in tags),
             "build_id": build_id(name, version, tags),
             "url": self.url,
@@ -98,14 +99,16 @@ class WheelEntry:
         )
 
 
-def split_label(label: str) -> tuple[str | None, str | None]:
-    """'cu130torch2.14' -> ('cu130', '2.14'); 'cu130' -> ('cu130', None).
+def read_label(local: str | None) -> Label | None:
+    """A wheel's farm label, or None when its local version is none or of another shape.
 
-    >>> split_label("cu130torch2.10.stable")
-    ('cu130', '2.10')
+    >>> read_label("cu130torch2.10.stable"), read_label("cpu")
+    (Label(cuda='cu130', torch='2.10', stable=True), None)
     """
-    match = _LABEL.match(label)
-    return (match[1], match[2]) if match else (None, None)
+    try:
+        return Label.parse(local or "")
+    except ValueError:
+        return None
 
 
 def covers_from_name(filename: str, matrix: Matrix | None) -> tuple[Covered, ...]:
@@ -117,10 +120,10 @@ def covers_from_name(filename: str, matrix: Matrix | None) -> tuple[Covered, ...
     _, version, _, tags = parse_wheel_filename(filename)
     tag = min(tags, key=str)
     platform = platform_family(tag.platform)
-    cuda, torch = split_label(version.local or "")
-    if cuda is None:
+    label = read_label(version.local)
+    if label is None or platform is None:
         return ()
-    stable = (version.local or "").endswith(".stable")
+    cuda, torch, stable = label.cuda, label.torch, label.stable
     releases = [
         r for r in (matrix.releases if matrix else ()) if platform in r.builds.get(cuda, ())
     ]

@@ -10,19 +10,18 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 from packaging.version import Version
 
 from wheelfarm import __version__
-from wheelfarm.errors import SiteError
+from wheelfarm.core.errors import SiteError
+from wheelfarm.core.label import cuda_version
 from wheelfarm.index.entries import WheelEntry, check_name
 from wheelfarm.index.sources import FILES_DIR, LocalFile
-from wheelfarm.matrix.model import cuda_version
 
 MANIFEST = "packages.json"
 STAMP = ".wheelfarm-site"  # digest of the input the site on disk was rendered from
-TEMPLATES = Path(__file__).parent / "templates"
 MANIFEST_VERSION = 1
 SHOWN = 5  # lost wheels named in the refusal
 
@@ -35,9 +34,9 @@ class SiteResult:
     combos: int = 0
 
 
-def _jinja() -> Environment:
+def _jinja(templates: Path) -> Environment:
     return Environment(
-        loader=PackageLoader("wheelfarm.index", "templates"),
+        loader=FileSystemLoader(templates),
         autoescape=select_autoescape(default=True),
         keep_trailing_newline=True,
     )
@@ -185,12 +184,14 @@ def build_site(
     entries: list[WheelEntry],
     out: Path,
     *,
+    templates: Path,
     files: list[LocalFile] | None = None,
     extra: dict[str, bytes] | None = None,
     allow_removal: bool = False,
     title: str = "wheelfarm",
 ) -> SiteResult:
-    """Write the site for `entries` into `out`; `extra` adds root files (coverage.svg)."""
+    """Write the site for `entries` into `out` from the farm root's `templates`; `extra` adds
+    root files (coverage.svg, install.py)."""
     out.mkdir(parents=True, exist_ok=True)
     _check_nothing_lost(out, entries, allow_removal=allow_removal)
     result = SiteResult(combos=len({combo for e in entries for combo in e.combos}))
@@ -201,11 +202,11 @@ def build_site(
         "wheels": [e.to_json() for e in ordered],
     }
     manifest_bytes = (json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n").encode()
-    stamp = _stamp(manifest_bytes, title, extra, files)
+    stamp = _stamp(manifest_bytes, templates, title, extra, files)
     if (out / STAMP).is_file() and (out / STAMP).read_text() == stamp:
         return result  # same input as the site on disk: nothing to render or write
     writer = _Writer(out, result)
-    jinja = _jinja()
+    jinja = _jinja(templates)
     _write_indexes(writer, jinja, ordered)
     for f in files or []:
         writer.put(f"{FILES_DIR}/{f.name}", data=f.data, source=f.source)
@@ -220,11 +221,15 @@ def build_site(
 
 
 def _stamp(
-    manifest: bytes, title: str, extra: dict[str, bytes] | None, files: list[LocalFile] | None
+    manifest: bytes,
+    templates: Path,
+    title: str,
+    extra: dict[str, bytes] | None,
+    files: list[LocalFile] | None,
 ) -> str:
     """Digest of everything the site is rendered from (input, templates, extras, file list)."""
     digest = hashlib.sha256(manifest + title.encode())
-    for template in sorted(TEMPLATES.glob("*.html")):
+    for template in sorted(templates.glob("*.html")):
         digest.update(template.read_bytes())
     for name, data in sorted((extra or {}).items()):
         digest.update(name.encode() + data)

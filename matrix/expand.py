@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from functools import cache
+from functools import cache, cached_property
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from wheelfarm.core.label import Label, cuda_version
 from wheelfarm.matrix.model import (
     AbiKind,
     ArchList,
@@ -19,7 +20,6 @@ from wheelfarm.matrix.model import (
     Package,
     PackageVersion,
     TorchRelease,
-    cuda_version,
 )
 
 
@@ -41,19 +41,6 @@ class Cell:
             f"{self.package}-{self.version}-{self.cuda}-torch{self.torch}-"
             f"cp{self.python.replace('.', '')}-{self.platform}"
         )
-
-
-def local_label(abi: AbiKind, cuda: str, torch: str | None) -> str:
-    """The local version label a build gets (docs/adr/0002-local-version-label.md).
-
-    >>> local_label("cpython", "cu130", "2.14"), local_label("torch-free", "cu130", None)
-    ('cu130torch2.14', 'cu130')
-    >>> local_label("torch-stable", "cu130", "2.10")
-    'cu130torch2.10.stable'
-    """
-    if abi == "torch-free" or torch is None:
-        return cuda
-    return f"{cuda}torch{torch}" + (".stable" if abi == "torch-stable" else "")
 
 
 def python_tag(abi: AbiKind, python: str, *, abi3: bool = False) -> str:
@@ -84,7 +71,10 @@ class Build:
 
     @property
     def label(self) -> str:
-        return local_label(self.abi, self.cuda, self.torch_minor)
+        """The local version label (docs/adr/0002-local-version-label.md)."""
+        if self.abi == "torch-free":
+            return str(Label(self.cuda))
+        return str(Label(self.cuda, self.torch_minor, stable=self.abi == "torch-stable"))
 
     @property
     def python_tag(self) -> str:
@@ -228,6 +218,11 @@ class Expansion:
     cells: tuple[Cell, ...]
     excluded: tuple[Excluded, ...]
     builds: tuple[Build, ...]
+
+    @cached_property
+    def by_id(self) -> dict[str, Build]:
+        """Builds by id, made once: resolving many ids never re-expands the grid."""
+        return {b.id: b for b in self.builds}
 
 
 def expand(matrix: Matrix) -> Expansion:

@@ -18,9 +18,11 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from referencing import Registry, Resource
 
-from wheelfarm.errors import ConfigError
+from wheelfarm.core.errors import ConfigError
+from wheelfarm.core.label import cuda_version
+from wheelfarm.core.platforms import NAMES
+from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.model import (
-    PLATFORMS,
     ArchList,
     ArchPolicy,
     ArchRule,
@@ -32,11 +34,7 @@ from wheelfarm.matrix.model import (
     PlatformInfo,
     Source,
     TorchRelease,
-    cuda_version,
 )
-
-MATRIX_DIR = Path(__file__).resolve().parent
-SCHEMA_DIR = MATRIX_DIR / "schema"
 
 
 @dataclass
@@ -51,13 +49,14 @@ class _Collector:
 
 
 @cache
-def _validator(name: str) -> Draft202012Validator:
+def _validator(schemas: Path, name: str) -> Draft202012Validator:
+    """The validator for one file kind, from the farm root's own schemas (cached per folder)."""
     resources = []
-    for path in SCHEMA_DIR.glob("*.schema.json"):
+    for path in schemas.glob("*.schema.json"):
         schema = json.loads(path.read_text(encoding="utf-8"))
         resources.append((schema["$id"], Resource.from_contents(schema)))
     registry: Registry[Any] = Registry().with_resources(resources)
-    schema = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads((schemas / f"{name}.schema.json").read_text(encoding="utf-8"))
     return Draft202012Validator(schema, registry=registry)
 
 
@@ -141,9 +140,15 @@ def _schema_problems(
         yield line, key, f"{error.instance!r}: {error.message}"
 
 
-def _read(path: Path, schema: str, errors: _Collector) -> tuple[Any, yaml.Node | None]:
+def _read(
+    path: Path, schemas: Path, schema: str, errors: _Collector
+) -> tuple[Any, yaml.Node | None]:
     """Parse one file; schema errors are collected, a YAML syntax error stops that file only."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        errors.add(path, 0, "", f"cannot read it: {exc}")
+        return None, None
     try:
         tree = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -152,7 +157,9 @@ def _read(path: Path, schema: str, errors: _Collector) -> tuple[Any, yaml.Node |
         errors.add(path, mark.line + 1 if mark else 0, "", f"YAML syntax error: {exc}")
         return None, None
     before = len(errors.problems)
-    for error in sorted(_validator(schema).iter_errors(data), key=lambda e: list(map(str, e.path))):
+    for error in sorted(
+        _validator(schemas, schema).iter_errors(data), key=lambda e: list(map(str, e.path))
+    ):
         for line, key, message in _schema_problems(error, tree):
             errors.add(path, line, key, message)
     return (data if len(errors.problems) == before else None), tree
@@ -177,7 +184,7 @@ class _File:
             return SpecifierSet()
 
 
-def _versions(f: _File, items: list[dict[str, Any]]) -> list[PackageVersion]:
+def _versions(f: _File, items: list[dict[str, Any]], patches: Path) -> list[PackageVersion]:
     out = []
     for i, item in enumerate(items):
         try:
@@ -191,8 +198,12 @@ def _versions(f: _File, items: list[dict[str, Any]]) -> list[PackageVersion]:
                 f"{item['version']!r} has a local label; the farm adds its own",
             )
         for j, patch in enumerate(item.get("patches", [])):
-            if not (MATRIX_DIR / "patches" / patch).is_file():
-                f.add(["versions", i, "patches", j], f"{patch!r} not found in matrix/patches/")
+            if Path(patch).name != patch or not (patches / patch).is_file():
+                f.add(
+                    ["versions", i, "patches", j],
+                    f"{patch!r} is not a file name in {patches}: put the patch there and "
+                    f"name it without a folder",
+                )
         out.append(
             PackageVersion(
                 version=version,
@@ -248,13 +259,15 @@ def _cross_field_checks(f: _File, data: dict[str, Any], versions: list[PackageVe
         )
 
 
-def _package(path: Path, policy: ArchPolicy | None, errors: _Collector) -> Package | None:
-    data, tree = _read(path, "package", errors)
+def _package(
+    path: Path, root: FarmRoot, policy: ArchPolicy | None, errors: _Collector
+) -> Package | None:
+    data, tree = _read(path, root.schemas, "package", errors)
     if data is None:
         return None
     f = _File(path, tree, errors)
     before = len(errors.problems)
-    versions = _versions(f, data["versions"])
+    versions = _versions(f, data["versions"], root.patches)
     _cross_field_checks(f, data, versions)
     constraints = data.get("constraints", {})
     cuda_spec = f.spec(constraints.get("cuda"), ["constraints", "cuda"])
@@ -286,7 +299,7 @@ def _package(path: Path, policy: ArchPolicy | None, errors: _Collector) -> Packa
         torch_spec=torch_spec,
         python_spec=python_spec,
         cuda_spec=cuda_spec,
-        platforms=tuple(constraints.get("platforms", PLATFORMS)),
+        platforms=tuple(constraints.get("platforms", NAMES)),
         exclusions=tuple(exclusions),
         imports=tuple(data["import"]),
         vendor_allow=tuple(data.get("vendor_allow", [])),
@@ -295,8 +308,10 @@ def _package(path: Path, policy: ArchPolicy | None, errors: _Collector) -> Packa
     )
 
 
-def _releases(path: Path, errors: _Collector) -> tuple[str, tuple[TorchRelease, ...]]:
-    data, tree = _read(path, "torch", errors)
+def _releases(
+    path: Path, schemas: Path, errors: _Collector
+) -> tuple[str, tuple[TorchRelease, ...]]:
+    data, tree = _read(path, schemas, "torch", errors)
     if data is None:
         return "", ()
     releases = []
@@ -319,8 +334,8 @@ def _releases(path: Path, errors: _Collector) -> tuple[str, tuple[TorchRelease, 
     return data["index_url"], tuple(releases)
 
 
-def _arch(path: Path, errors: _Collector) -> ArchPolicy | None:
-    data, _ = _read(path, "arch", errors)
+def _arch(path: Path, schemas: Path, errors: _Collector) -> ArchPolicy | None:
+    data, _ = _read(path, schemas, "arch", errors)
     if data is None:
         return None
     policy = {
@@ -334,8 +349,8 @@ def _arch(path: Path, errors: _Collector) -> ArchPolicy | None:
     return ArchPolicy(policy=policy, supported=supported)
 
 
-def _farm(path: Path, errors: _Collector) -> FarmConfig | None:
-    data, _ = _read(path, "farm", errors)
+def _farm(path: Path, schemas: Path, errors: _Collector) -> FarmConfig | None:
+    data, _ = _read(path, schemas, "farm", errors)
     if data is None:
         return None
     return FarmConfig(
@@ -363,19 +378,19 @@ def _cross_check(
                     )
 
 
-def load_matrix(root: Path = MATRIX_DIR, packages_dir: Path | None = None) -> Matrix:
-    """Load torch.yaml, arch.yaml, farm.yaml and packages/*.yaml; raise ConfigError with all
-    problems found."""
+def load_matrix(root: FarmRoot) -> Matrix:
+    """Load torch.yaml, arch.yaml, farm.yaml and packages/*.yaml of one farm root; raise
+    ConfigError with every problem found."""
     errors = _Collector()
-    index_url, releases = _releases(root / "torch.yaml", errors)
-    arch = _arch(root / "arch.yaml", errors)
-    farm = _farm(root / "farm.yaml", errors)
-    pkg_dir = packages_dir or root / "packages"
-    packages = [_package(p, arch, errors) for p in sorted(pkg_dir.glob("*.yaml"))]
+    folder, schemas = root.matrix, root.schemas
+    index_url, releases = _releases(folder / "torch.yaml", schemas, errors)
+    arch = _arch(folder / "arch.yaml", schemas, errors)
+    farm = _farm(folder / "farm.yaml", schemas, errors)
+    packages = [_package(p, root, arch, errors) for p in sorted(root.packages.glob("*.yaml"))]
     if not packages and not errors.problems:
-        errors.add(pkg_dir, 0, "", "no package files (*.yaml) found")
+        errors.add(root.packages, 0, "", "no package files (*.yaml) found")
     if arch is not None:
-        _cross_check(releases, arch, root, errors)
+        _cross_check(releases, arch, folder, errors)
     if errors.problems or arch is None or farm is None:
         raise ConfigError(errors.problems)
     return Matrix(

@@ -3,6 +3,7 @@ below the loader sees a raw dict."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -11,38 +12,14 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
+from wheelfarm.core.errors import PlanError
+from wheelfarm.core.label import cuda_version, torch_minor
+from wheelfarm.core.platforms import NAMES
+from wheelfarm.core.root import FarmRoot
+
 AbiKind = Literal["cpython", "abi3", "torch-stable", "torch-free"]
 ArchVia = Literal["torch", "env", "patch"]
 ArchFormat = Literal["torch", "semicolon-int", "comma-int"]
-PLATFORMS = ("linux_x86_64", "linux_aarch64", "win_amd64")
-
-
-def cuda_version(tag: str) -> Version:
-    """CUDA tag to version.
-
-    >>> str(cuda_version("cu130")), str(cuda_version("cu118"))
-    ('13.0', '11.8')
-    """
-    if not (tag.startswith("cu") and tag[2:].isdigit() and len(tag) >= 5):  # noqa: PLR2004
-        msg = f"invalid CUDA tag {tag!r}: expected 'cu' + major + minor digit, e.g. 'cu130'"
-        raise ValueError(msg)
-    return Version(f"{tag[2:-1]}.{tag[-1]}")
-
-
-def cuda_tag(version: Version | str) -> str:
-    """CUDA version to tag.
-
-    >>> cuda_tag("13.0.88")
-    'cu130'
-    """
-    v = Version(str(version))
-    return f"cu{v.major}{v.minor}"
-
-
-def torch_minor(version: Version | str) -> str:
-    """'2.14.1' -> '2.14': the torch axis of the grid (its C++ ABI changes every minor)."""
-    v = Version(str(version))
-    return f"{v.major}.{v.minor}"
 
 
 @dataclass(frozen=True, order=True)
@@ -215,7 +192,7 @@ class Package:
     torch_spec: SpecifierSet = field(default_factory=SpecifierSet)
     python_spec: SpecifierSet = field(default_factory=SpecifierSet)
     cuda_spec: SpecifierSet = field(default_factory=SpecifierSet)
-    platforms: tuple[str, ...] = PLATFORMS
+    platforms: tuple[str, ...] = NAMES
     exclusions: tuple[Exclusion, ...] = ()
     imports: tuple[str, ...] = ()
     vendor_allow: tuple[str, ...] = ()
@@ -248,16 +225,18 @@ class Matrix:
     arch: ArchPolicy
     farm: FarmConfig
     packages: tuple[Package, ...]
-    root: Path
+    root: FarmRoot
 
     def package(self, name: str) -> Package:
         wanted = canonicalize_name(name)
         for p in self.packages:
             if p.name == wanted:
                 return p
-        known = ", ".join(p.name for p in self.packages)
-        msg = f"unknown package {name!r}; the matrix has: {known}"
-        raise KeyError(msg)
+        known = [p.name for p in self.packages]
+        hint = difflib.get_close_matches(wanted, known, n=1)
+        tip = f"; did you mean {hint[0]!r}?" if hint else ""
+        msg = f"unknown package {name!r} (the matrix has: {', '.join(known)}){tip}"
+        raise PlanError(msg)
 
     def torch_index(self, cuda: str) -> str:
         """The torch wheel index for one CUDA build (a mirror can be set in torch.yaml)."""
@@ -268,4 +247,4 @@ class Matrix:
             if r.minor == minor:
                 return r
         msg = f"torch {minor!r} is not in torch.yaml ({', '.join(r.minor for r in self.releases)})"
-        raise KeyError(msg)
+        raise PlanError(msg)

@@ -13,16 +13,12 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from wheelfarm.errors import PlanError
+from wheelfarm.core.errors import PlanError, UsageError
+from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.matrix.expand import Build, Cell, Expansion
 from wheelfarm.matrix.model import Matrix
-from wheelfarm.matrix.wheelname import build_id_from_wheel
 
-# Keys of one job in the GitHub matrix. The build workflow reads exactly these (tested).
-JOB_KEYS = ("id", "cuda", "python", "platform", "timeout_minutes", "build_timeout_minutes")
-# The build step stops this long before the job limit, so its logs and compiler cache are saved
-# and a rerun resumes warm.
-SAVE_MARGIN_MINUTES = 15
+MAX_JOBS_PER_MATRIX = 256  # GitHub runs at most this many jobs from one matrix
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,9 +85,13 @@ def existing_build_ids(source: Path | None) -> set[str]:
             f"--existing {str(source)!r}: no such file or folder "
             f"(give packages.json or a wheelhouse)"
         )
-        raise PlanError(msg)
-    data = json.loads(source.read_text(encoding="utf-8"))
-    return {w.get("build_id") or build_id_from_wheel(w["filename"]) for w in data["wheels"]}
+        raise UsageError(msg)
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+        return {w.get("build_id") or build_id_from_wheel(w["filename"]) for w in data["wheels"]}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        msg = f"--existing {str(source)!r} is not a wheelfarm packages.json: {exc!r}"
+        raise UsageError(msg) from exc
 
 
 def _check_filters(filters: Filters, cells: Sequence[Cell]) -> None:
@@ -146,6 +146,9 @@ def make_plan(
     todo = tuple(b for b in selected if b.id not in existing)
     present = tuple(b for b in selected if b.id in existing)
     jobs = max_jobs or matrix.farm.max_jobs_per_shard
+    if not 1 <= jobs <= MAX_JOBS_PER_MATRIX:
+        msg = f"--max-jobs {jobs}: a shard holds 1 to {MAX_JOBS_PER_MATRIX} jobs (GitHub's limit)"
+        raise PlanError(msg)
     return Plan(
         todo,
         present,
@@ -168,40 +171,6 @@ def _long_job_warnings(todo: Sequence[Build], limit: int) -> tuple[str, ...]:
         f"input) or narrow their archs"
         for pkg, bs in over.items()
     )
-
-
-def job(build: Build, limit_minutes: int) -> dict[str, object]:
-    """One matrix entry; keys are JOB_KEYS."""
-    timeout = min(limit_minutes, max(30, math.ceil(build.minutes * 1.5) + 20))
-    build_timeout = timeout - SAVE_MARGIN_MINUTES
-    return {
-        "id": build.id,
-        "cuda": build.cuda,
-        "python": build.python,
-        "platform": build.platform,
-        "timeout_minutes": timeout,
-        "build_timeout_minutes": build_timeout,
-    }
-
-
-def github_outputs(plan: Plan, matrix: Matrix) -> dict[str, str]:
-    """Step outputs: one shard list per platform (each shard a matrix), and counts."""
-    limit = matrix.farm.hosted_job_limit_minutes
-    out = {"count": str(len(plan.todo))}
-    for platform in matrix.farm.platforms:
-        shards = [
-            {
-                "name": s.name,
-                "runner": s.runner,
-                "container": s.container,
-                "include": [job(b, limit) for b in s.builds],
-            }
-            for s in plan.shards
-            if s.platform == platform
-        ]
-        out[f"shards_{platform}"] = json.dumps(shards, separators=(",", ":"))
-        out[f"count_{platform}"] = str(sum(len(s["include"]) for s in shards))
-    return out
 
 
 def explain(plan: Plan, cell_id: str) -> str:
@@ -266,7 +235,7 @@ def table(plan: Plan, limit: int = 40) -> str:
     return "\n".join(rows)
 
 
-def to_json(plan: Plan, matrix: Matrix) -> dict[str, object]:
+def to_json(plan: Plan) -> dict[str, object]:
     """Machine-readable plan (versioned): every build with its covered cells."""
     return {
         "version": 1,
@@ -274,7 +243,11 @@ def to_json(plan: Plan, matrix: Matrix) -> dict[str, object]:
         "warnings": list(plan.warnings),
         "builds": [
             {
-                **job(b, matrix.farm.hosted_job_limit_minutes),
+                "id": b.id,
+                "cuda": b.cuda,
+                "python": b.python,
+                "platform": b.platform,
+                "minutes": b.minutes,
                 "package": b.package,
                 "torch": b.torch,
                 "archs": b.archs.torch,

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import yaml
 from packaging.version import Version
 
-from wheelfarm.errors import ConfigError
-from wheelfarm.matrix.load import MATRIX_DIR
+from wheelfarm.core.errors import ConfigError
+from wheelfarm.core.root import FarmRoot
 
 
 @cache
-def _table() -> dict[str, Any]:
-    return dict(yaml.safe_load((MATRIX_DIR / "toolkits.yaml").read_text(encoding="utf-8")))
+def _table(path: Path) -> dict[str, Any]:
+    return dict(yaml.safe_load(path.read_text(encoding="utf-8")))
 
 
-def toolkit(cuda: str, platform: str) -> dict[str, str]:
+def toolkit(root: FarmRoot, cuda: str, platform: str) -> dict[str, str]:
     """Install facts for one CUDA tag on one platform, as flat strings for shell scripts."""
-    table = _table()
+    table = _table(root.matrix / "toolkits.yaml")
     if cuda not in table["toolkits"]:
         known = ", ".join(table["toolkits"])
         msg = f"toolkits.yaml: no toolkit for {cuda!r} (have: {known}); add its full version"
@@ -40,16 +41,16 @@ def toolkit(cuda: str, platform: str) -> dict[str, str]:
         "repo": linux["repo"].format(repo_arch=linux["repo_arch"][platform]),
         "packages": " ".join(f"{c}-{mm}" for c in linux["components"]),
         "cuda_home": f"/usr/local/cuda-{version.major}.{version.minor}",
-        "gcc_toolset": str(linux["gcc_toolset"][str(version.major)]),
+        "gcc_toolset": str(_gcc_toolset(linux, version)),
     }
 
 
-def pages_url(repository: str) -> str:
-    """The GitHub Pages URL of OWNER/REPO (a fork's own, never upstream's).
-
-    >>> pages_url("Octo/farm"), pages_url("octo/octo.github.io")
-    ('https://octo.github.io/farm/', 'https://octo.github.io/')
-    """
-    owner, _, name = repository.partition("/")
-    host = f"{owner.lower()}.github.io"
-    return f"https://{host}/" if name.lower() == host else f"https://{host}/{name}/"
+def _gcc_toolset(linux: dict[str, Any], version: Version) -> object:
+    toolsets = linux["gcc_toolset"]
+    if str(version.major) not in toolsets:
+        msg = (
+            f"toolkits.yaml: linux.gcc_toolset has no entry for CUDA {version.major} "
+            f"(have: {', '.join(map(str, toolsets))}); add the newest gcc-toolset it accepts"
+        )
+        raise ConfigError([msg])
+    return toolsets[str(version.major)]

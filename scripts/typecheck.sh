@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tree=.wheelfarm/typecheck
 rm -rf "$tree" && mkdir -p "$tree/wheelfarm"
-for f in wheelfarm/*.py; do ln -s "$PWD/$f" "$tree/wheelfarm/"; done
+for f in wheelfarm/*.py wheelfarm/core wheelfarm/github; do ln -s "$PWD/$f" "$tree/wheelfarm/"; done
 for d in matrix builder index; do ln -s "$PWD/$d" "$tree/wheelfarm/$d"; done
 cd "$tree" && exec mypy --strict --config-file "$OLDPWD/pyproject.toml" -p wheelfarm

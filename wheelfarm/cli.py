@@ -1,60 +1,283 @@
-"""The `wheelfarm` command: thin argparse front over the library. Only `main` prints errors and
-chooses the exit code; everything below raises."""
+"""The `wheelfarm` command: a thin argparse front over the library (wheelfarm.farm and the
+layers below). Handlers parse, call one library function and print its result; only `main`
+turns an error into a one-line message and its exit code. Progress goes through logging."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
+import logging
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
-from packaging.version import Version
+from typing import NoReturn
 
 from wheelfarm import __version__
 from wheelfarm.builder.build import BuildOptions, run_build, verify_wheel
 from wheelfarm.builder.envs import PIP_INDEX, default_cache
 from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
-from wheelfarm.builder.target import Target, host_platform_name, resolve, select
-from wheelfarm.builder.toolchain import installed_cuda_tag
-from wheelfarm.errors import (
-    PlanError,
-    PublishError,
-    SiteError,
-    WheelfarmError,
+from wheelfarm.core.errors import UsageError, WheelfarmError
+from wheelfarm.core.platforms import NAMES
+from wheelfarm.core.root import FarmRoot, find_root
+from wheelfarm.farm import (
+    SiteSummary,
+    TargetQuery,
+    choose_target,
+    index_releases,
+    index_wheelhouse,
+    local_farm,
 )
-from wheelfarm.index.coverage import coverage, markdown, svg, write_docs
-from wheelfarm.index.entries import WheelEntry
-from wheelfarm.index.publish import GitHubPublisher, publish
+from wheelfarm.github.actions import github_outputs, write_outputs
+from wheelfarm.github.client import GitHubClient
+from wheelfarm.github.pages import pages_url
+from wheelfarm.github.publish import Publisher, publish
+from wheelfarm.index.coverage import coverage, markdown, write_docs
 from wheelfarm.index.serve import make_server
-from wheelfarm.index.site import build_site, read_manifest
-from wheelfarm.index.sources import GitHubReleases, from_wheelhouse, yanked_versions
-from wheelfarm.matrix.expand import expand
-from wheelfarm.matrix.load import MATRIX_DIR, load_matrix
-from wheelfarm.matrix.model import PLATFORMS, ArchList, Matrix
-from wheelfarm.matrix.plan import (
-    Filters,
-    existing_build_ids,
-    explain,
-    github_outputs,
-    make_plan,
-    table,
-    to_json,
-)
-from wheelfarm.matrix.toolkits import pages_url, toolkit
-from wheelfarm.matrix.wheelname import build_id_from_wheel
+from wheelfarm.matrix.expand import Expansion, expand
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.model import Matrix
+from wheelfarm.matrix.plan import Filters, existing_build_ids, explain, make_plan, table, to_json
+from wheelfarm.matrix.toolkits import toolkit
 
 Handler = Callable[[argparse.Namespace], int]
 Add = Callable[[str, Handler, str], argparse.ArgumentParser]
-DEMO_PACKAGE = "wheelfarm-demo"
+logger = logging.getLogger("wheelfarm")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError instead of printing usage and exiting, so a bad
+    argument reads like every other error: one line, the exit code from the hierarchy."""
+
+    def error(self, message: str) -> NoReturn:
+        msg = f"{message} (see `{self.prog} --help`)"
+        raise UsageError(msg)
 
 
 def _split(values: list[str] | None) -> tuple[str, ...]:
     """`--cuda cu126,cu130 --cuda cu132` -> ('cu126', 'cu130', 'cu132')."""
     return tuple(v.strip() for item in values or [] for v in item.split(",") if v.strip())
+
+
+def _path(path: Path, what: str, *, folder: bool = False) -> Path:
+    """A path the user named, which must exist as a file (or folder)."""
+    if not (path.is_dir() if folder else path.is_file()):
+        kind = "folder" if folder else "file"
+        msg = f"{what} {str(path)!r}: no such {kind}"
+        raise UsageError(msg)
+    return path
+
+
+def _root(args: argparse.Namespace) -> FarmRoot:
+    return find_root(args.root)
+
+
+def _grid(args: argparse.Namespace) -> tuple[Matrix, Expansion]:
+    matrix = load_matrix(_root(args))
+    return matrix, expand(matrix)
+
+
+def _filters(args: argparse.Namespace) -> Filters:
+    return Filters(
+        package=_split(args.package),
+        cuda=_split(args.cuda),
+        torch=_split(args.torch),
+        python=_split(args.python),
+        platform=_split(args.platform),
+    )
+
+
+def _query(args: argparse.Namespace) -> TargetQuery:
+    return TargetQuery(
+        build_id=args.target,
+        local=args.local,
+        package=args.package,
+        cuda=args.cuda,
+        torch=args.torch,
+        python=args.python,
+        platform=args.platform,
+        archs=args.archs,
+    )
+
+
+def _build_options(args: argparse.Namespace, *, local: bool, out: Path) -> BuildOptions:
+    return BuildOptions(
+        out_dir=out.resolve(),
+        work_dir=args.work.resolve(),
+        cache=(args.cache or default_cache()).resolve(),
+        torch_index=args.torch_index or (PIP_INDEX if local else None),
+        sdist_index=args.sdist_index,
+        plat=args.plat or ("auto" if local else None),
+        python=args.python_exe,
+    )
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    matrix, expansion = _grid(args)
+    existing = existing_build_ids(args.existing)
+    plan = make_plan(
+        matrix, expansion, filters=_filters(args), existing=existing, max_jobs=args.max_jobs
+    )
+    if args.explain:
+        for cell in args.explain:
+            print(explain(plan, cell))
+        return 0
+    if args.format == "github":
+        outputs = github_outputs(plan, matrix.farm.hosted_job_limit_minutes)
+        target = os.environ.get("GITHUB_OUTPUT")
+        print(write_outputs(outputs, Path(target) if target else None), end="")
+    elif args.format == "json":
+        print(json.dumps(to_json(plan), indent=2))
+    else:
+        print(table(plan))
+        print(
+            f"planned {len(expansion.cells)} cells -> {len(expansion.builds)} builds "
+            f"in {time.perf_counter() - started:.2f}s"
+        )
+    for w in plan.warnings:
+        logger.warning("warning: %s", w)
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    matrix, expansion = _grid(args)
+    query = _query(args)
+    target = choose_target(matrix, expansion, query)
+    local = query.build_id is None
+    logger.info(
+        "building %s (archs %s, torch %s)", target.id, target.build.archs.torch, target.build.torch
+    )
+    result = run_build(target, _build_options(args, local=local, out=args.out))
+    total = sum(result.durations.values())
+    logger.info("built %s in %.1fs; record %s", result.wheel, total, result.record.name)
+    print(result.wheel)
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    wheel = _path(args.wheel, "wheel")
+    matrix, expansion = _grid(args)
+    query = _query(args)
+    target = choose_target(matrix, expansion, query)
+    local = query.build_id is None
+    report = verify_wheel(
+        wheel,
+        target,
+        cache=(args.cache or default_cache()).resolve(),
+        index=args.torch_index or (PIP_INDEX if local else target.torch_index),
+        import_check=not args.no_import,
+    )
+    for binary, archs in report.archs.items():
+        print(f"{binary}: SASS {' '.join(archs['cubins'])}; PTX {' '.join(archs['ptx']) or '-'}")
+    print(f"ok: {wheel.name} matches {target.id}")
+    return 0
+
+
+def _print_site(out: Path, summary: SiteSummary) -> None:
+    r = summary.result
+    print(
+        f"site {out}: {len(summary.entries)} wheels in {r.combos} (cuda, torch) indexes; "
+        f"{len(r.written)} files written, {r.unchanged} unchanged, {len(r.removed)} removed"
+    )
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    matrix, expansion = _grid(args)
+    common = {"title": args.title, "allow_removal": args.allow_removal}
+    if args.wheelhouse is not None:
+        folder = _path(args.wheelhouse, "--wheelhouse", folder=True)
+        summary = index_wheelhouse(matrix, expansion, folder, args.out, **common)
+    else:
+        client = GitHubClient(args.github, api=args.api)
+        summary = index_releases(matrix, expansion, client, args.out, **common)
+    _print_site(args.out, summary)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    _path(args.dir / "index.html", "site (build it with `wheelfarm index` first):")
+    try:
+        server = make_server(args.dir, args.bind, args.port)
+    except OSError as exc:
+        msg = f"cannot serve on {args.bind}:{args.port}: {exc.strerror or exc}; pick another --port"
+        raise UsageError(msg) from exc
+    print(f"serving {args.dir} at http://{args.bind}:{server.server_address[1]}/ (Ctrl-C stops)")
+    sys.stdout.flush()
+    with server:
+        server.serve_forever()
+    return 0
+
+
+def cmd_farm(args: argparse.Namespace) -> int:
+    """The local farm: plan what this machine can build, build it, index it, print commands."""
+    matrix, expansion = _grid(args)
+    target = choose_target(matrix, expansion, _query(args))
+    opts = _build_options(args, local=True, out=args.store)
+    result = local_farm(matrix, expansion, target, opts, site=args.site, title=args.title)
+    name, cuda = target.package.display_name, target.build.cuda
+    print(f"pip install {name} --extra-index-url {result.index_url}")
+    print(f"uv pip install {name} --extra-index-url {result.index_url}")
+    combo = result.index_url.rstrip("/").rsplit("/", 1)[-1]
+    print(
+        f"# or serve it: wheelfarm serve {args.site} --port 8000, then use "
+        f"http://127.0.0.1:8000/{cuda}/{combo}/"
+    )
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    folder = _path(args.wheelhouse, "wheelhouse", folder=True)
+    wheels = sorted(folder.glob("*.whl"))
+    if not wheels:
+        msg = f"no wheels in {str(folder)!r}: nothing to publish"
+        raise UsageError(msg)
+    client = GitHubClient(args.repo, api=args.api, uploads=args.uploads)
+    report = publish(wheels, Publisher(client))
+    releases = ", ".join(sorted(report.releases)) or "-"
+    print(
+        f"published {len(wheels)} wheels: {len(report.uploaded)} files uploaded, "
+        f"{len(report.skipped)} already there, releases: {releases}"
+    )
+    return 0
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    matrix, expansion = _grid(args)
+    rows = coverage(expansion, existing_build_ids(args.existing))
+    if args.write_docs:
+        for path in write_docs(rows, matrix.root):
+            logger.info("wrote %s", path)
+    print(markdown(rows), end="")
+    return 0
+
+
+def cmd_toolkit(args: argparse.Namespace) -> int:
+    facts = toolkit(_root(args), args.cuda, args.platform)
+    if args.field:
+        if args.field not in facts:
+            msg = f"--field {args.field!r}: the toolkit has {', '.join(facts)}"
+            raise UsageError(msg)
+        print(facts[args.field])
+    else:
+        print(json.dumps(facts, indent=2))
+    return 0
+
+
+def cmd_pages_url(args: argparse.Namespace) -> int:
+    print(pages_url(args.repo))
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    root = _root(args)
+    matrix = load_matrix(root)
+    print(
+        f"ok: {len(matrix.packages)} packages, {len(matrix.releases)} torch releases "
+        f"({root.path}, {root.origin})"
+    )
+    return 0
 
 
 def _add_filters(p: argparse.ArgumentParser) -> None:
@@ -73,52 +296,6 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
         )
 
 
-def _filters(args: argparse.Namespace) -> Filters:
-    return Filters(
-        package=_split(args.package),
-        cuda=_split(args.cuda),
-        torch=_split(args.torch),
-        python=_split(args.python),
-        platform=_split(args.platform),
-    )
-
-
-def cmd_plan(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
-    matrix = load_matrix(args.matrix)
-    expansion = expand(matrix)
-    plan = make_plan(
-        matrix,
-        expansion,
-        filters=_filters(args),
-        existing=existing_build_ids(args.existing),
-        max_jobs=args.max_jobs,
-    )
-    if args.explain:
-        for cell in args.explain:
-            print(explain(plan, cell))
-        return 0
-    if args.format == "github":
-        outputs = github_outputs(plan, matrix)
-        target = os.environ.get("GITHUB_OUTPUT")
-        text = "".join(f"{k}={v}\n" for k, v in outputs.items())
-        if target:
-            with Path(target).open("a", encoding="utf-8") as fh:
-                fh.write(text)
-        print(text, end="")
-    elif args.format == "json":
-        print(json.dumps(to_json(plan, matrix), indent=2))
-    else:
-        print(table(plan))
-        print(
-            f"planned {len(expansion.cells)} cells -> {len(expansion.builds)} builds "
-            f"in {time.perf_counter() - started:.2f}s"
-        )
-    for w in plan.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    return 0
-
-
 def _add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", nargs="?", help="a build id from `wheelfarm plan`")
     p.add_argument(
@@ -134,15 +311,6 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--platform", help="farm platform (default with --local: this machine)")
     p.add_argument("--torch-index", help="torch index URL, or 'pip' for pip's configuration")
     p.add_argument("--archs", help="replace the arch list, e.g. '9.0' (a quick local build)")
-
-
-def _add_helper_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--helper",
-        type=Path,
-        default=Path("scripts/wheelfarm_install.py"),
-        help="install helper copied to <site>/install.py when it exists (default: the checkout's)",
-    )
 
 
 def _add_build_args(p: argparse.ArgumentParser) -> None:
@@ -163,208 +331,13 @@ def _add_build_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--python-exe", help="interpreter to build with (default: found by version)")
 
 
-def _target(args: argparse.Namespace) -> tuple[Target, bool]:
-    """The target from a build id, or from flags with this machine's defaults."""
-    matrix = load_matrix(args.matrix)
-    if args.target:
-        return resolve(matrix, args.target), False
-    if not (args.local or args.package):
-        msg = "give a build id (see `wheelfarm plan`), or --local, or --package with flags"
-        raise PlanError(msg)
-    cuda = args.cuda or installed_cuda_tag(dict(os.environ))
-    python = args.python or f"{sys.version_info[0]}.{sys.version_info[1]}"
-    target = select(
-        matrix,
-        package=args.package or DEMO_PACKAGE,
-        cuda=cuda,
-        python=python,
-        platform=args.platform or host_platform_name(),
-        torch=args.torch,
+def _add_repo(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--repo",
+        default=os.environ.get("GITHUB_REPOSITORY"),
+        required="GITHUB_REPOSITORY" not in os.environ,
+        help="OWNER/REPO",
     )
-    if args.archs:
-        target = dataclasses.replace(
-            target, build=dataclasses.replace(target.build, archs=ArchList.parse(args.archs))
-        )
-    return target, True
-
-
-def cmd_build(args: argparse.Namespace) -> int:
-    target, local = _target(args)
-    opts = _build_options(args, local=local, out=args.out)
-    print(
-        f"building {target.id} (archs {target.build.archs.torch}, torch {target.build.torch})",
-        file=sys.stderr,
-    )
-    result = run_build(target, opts)
-    total = sum(result.durations.values())
-    print(f"built {result.wheel} in {total:.1f}s; record {result.record.name}", file=sys.stderr)
-    print(result.wheel)
-    return 0
-
-
-def cmd_verify(args: argparse.Namespace) -> int:
-    target, local = _target(args)
-    index = args.torch_index or (PIP_INDEX if local else target.torch_index)
-    report = verify_wheel(
-        args.wheel,
-        target,
-        cache=(args.cache or default_cache()).resolve(),
-        index=index,
-        import_check=not args.no_import,
-    )
-    for binary, archs in report.archs.items():
-        print(f"{binary}: SASS {' '.join(archs['cubins'])}; PTX {' '.join(archs['ptx']) or '-'}")
-    print(f"ok: {args.wheel.name} matches {target.id}")
-    return 0
-
-
-def _build_options(args: argparse.Namespace, *, local: bool, out: Path) -> BuildOptions:
-    return BuildOptions(
-        out_dir=out.resolve(),
-        work_dir=args.work.resolve(),
-        cache=(args.cache or default_cache()).resolve(),
-        torch_index=args.torch_index or (PIP_INDEX if local else None),
-        sdist_index=args.sdist_index,
-        plat=args.plat or ("auto" if local else None),
-        python=args.python_exe,
-    )
-
-
-def cmd_index(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix)
-    yanked = yanked_versions(matrix)
-    files = None
-    if args.wheelhouse is not None:
-        entries, files = from_wheelhouse(args.wheelhouse, matrix, yanked)
-    else:
-        github = GitHubReleases(args.github, api=args.api)
-        entries = github.entries(
-            matrix, yanked, previous={e.url: e for e in read_manifest(args.out).values()}
-        )
-        print(
-            f"read {len(entries)} wheels with {github.requests_made} API requests", file=sys.stderr
-        )
-    result = build_site(
-        entries,
-        args.out,
-        files=files,
-        allow_removal=args.allow_removal,
-        title=args.title,
-        extra=_site_extras(matrix, entries, args.helper),
-    )
-    print(
-        f"site {args.out}: {len(entries)} wheels in {result.combos} (cuda, torch) indexes; "
-        f"{len(result.written)} files written, {result.unchanged} unchanged, "
-        f"{len(result.removed)} removed"
-    )
-    return 0
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    if not (args.dir / "index.html").is_file():
-        msg = f"{str(args.dir)!r} has no index.html: build it with `wheelfarm index` first"
-        raise SiteError(msg)
-    server = make_server(args.dir, args.bind, args.port)
-    print(
-        f"serving {args.dir} at http://{args.bind}:{server.server_address[1]}/ (Ctrl-C stops)",
-        flush=True,
-    )
-    with server:
-        server.serve_forever()
-    return 0
-
-
-def cmd_farm(args: argparse.Namespace) -> int:
-    """The local farm: plan what this machine can build, build it, index it, print commands."""
-    target, _ = _target(args)
-    matrix = load_matrix(args.matrix)
-    store = args.store.resolve()
-    b = target.build
-    mine = Filters(package=(b.package,), cuda=(b.cuda,), torch=(b.torch_minor or "*",),
-                   python=(b.python,), platform=(b.platform,))  # fmt: skip
-    plan = make_plan(matrix, expand(matrix), filters=mine,
-                     existing=existing_build_ids(store if store.is_dir() else None))  # fmt: skip
-    print(f"[plan] {len(plan.todo)} to build, {len(plan.present)} already in {store}",
-          file=sys.stderr)  # fmt: skip
-    for build in plan.todo:
-        todo = target if build.id == target.id else resolve(matrix, build.id)
-        run_build(todo, _build_options(args, local=True, out=store))
-    entries, files = from_wheelhouse(store, matrix, yanked_versions(matrix))
-    result = build_site(
-        entries,
-        args.site,
-        files=files,
-        title=args.title,
-        extra=_site_extras(matrix, entries, args.helper),
-    )
-    # a torch-free wheel is listed under every torch: point at the newest
-    torch = b.torch_minor or max((c.torch for c in b.covers), key=Version)
-    index = f"{args.site.resolve().as_uri()}/{b.cuda}/torch{torch}/"
-    print(f"[index] {args.site}: {len(entries)} wheels, {result.combos} indexes", file=sys.stderr)
-    name = target.package.display_name
-    print(f"pip install {name} --extra-index-url {index}")
-    print(f"uv pip install {name} --extra-index-url {index}")
-    print(
-        f"# or serve it: wheelfarm serve {args.site} --port 8000, then use "
-        f"http://127.0.0.1:8000/{b.cuda}/torch{torch}/"
-    )
-    return 0
-
-
-def cmd_publish(args: argparse.Namespace) -> int:
-    wheels = sorted(args.wheelhouse.glob("*.whl"))
-    if not wheels:
-        msg = f"no wheels in {str(args.wheelhouse)!r}: nothing to publish"
-        raise PublishError(msg)
-    publisher = GitHubPublisher(args.repo, api=args.api, uploads=args.uploads)
-    report = publish(wheels, publisher, echo=lambda line: print(line, file=sys.stderr))
-    releases = ", ".join(sorted(report.releases)) or "-"
-    print(
-        f"published {len(wheels)} wheels: {len(report.uploaded)} files uploaded, "
-        f"{len(report.skipped)} already there, releases: {releases}"
-    )
-    return 0
-
-
-def _site_extras(
-    matrix: Matrix, entries: list[WheelEntry], helper: Path | None
-) -> dict[str, bytes]:
-    """Root files beside the index: the coverage chart, and the install helper when found."""
-    present = {build_id_from_wheel(e.filename) for e in entries}
-    extra = {"coverage.svg": svg(coverage(expand(matrix), present)).encode()}
-    if helper is not None and helper.is_file():
-        extra["install.py"] = helper.read_bytes()
-    return extra
-
-
-def cmd_coverage(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix)
-    rows = coverage(expand(matrix), existing_build_ids(args.existing))
-    if args.write_docs:
-        root = MATRIX_DIR.parent
-        write_docs(rows, root / "docs" / "coverage.md", root / "README.md")
-    print(markdown(rows), end="")
-    return 0
-
-
-def cmd_toolkit(args: argparse.Namespace) -> int:
-    facts = toolkit(args.cuda, args.platform)
-    if args.field:
-        print(facts[args.field])
-    else:
-        print(json.dumps(facts, indent=2))
-    return 0
-
-
-def cmd_pages_url(args: argparse.Namespace) -> int:
-    print(pages_url(args.repo))
-    return 0
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix)
-    print(f"ok: {len(matrix.packages)} packages, {len(matrix.releases)} torch releases")
-    return 0
 
 
 def _matrix_commands(add: Add) -> None:
@@ -382,7 +355,6 @@ def _matrix_commands(add: Add) -> None:
         metavar="CELL",
         help="say why a cell id is built, covered, present or excluded",
     )
-
     add("validate", cmd_validate, "Check every YAML file; report all problems at once.")
 
 
@@ -409,12 +381,17 @@ def _build_commands(add: Add) -> None:
     )
     p.add_argument("--site", type=Path, default=Path("site"), help="where the index is written")
     p.add_argument("--title", default="wheelfarm (local)")
-    _add_helper_arg(p)
     p.set_defaults(local=True)
+
+    p = add("verify", cmd_verify, "Check a built wheel against its target (static + import).")
+    p.add_argument("wheel", type=Path)
+    _add_target_args(p)
+    p.add_argument("--no-import", action="store_true", help="skip the import check")
+    p.add_argument("--cache", type=Path, default=None)
 
 
 def _site_commands(add: Add) -> None:
-    """index, publish, coverage, toolkit, pages-url, serve: the farm's outputs."""
+    """index, publish, coverage, serve: the farm's outputs."""
     p = add("index", cmd_index, "Write the PEP 503 site from a wheelhouse or GitHub Releases.")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--wheelhouse", type=Path, help="a folder of wheels (+ .build.json)")
@@ -427,7 +404,6 @@ def _site_commands(add: Add) -> None:
         help="let the new site drop wheels the previous one listed",
     )
     p.add_argument("--title", default="wheelfarm")
-    _add_helper_arg(p)
 
     p = add(
         "publish",
@@ -435,32 +411,16 @@ def _site_commands(add: Add) -> None:
         "Upload wheels, .metadata and build records to GitHub Releases; never overwrite.",
     )
     p.add_argument("wheelhouse", type=Path)
-    p.add_argument(
-        "--repo",
-        default=os.environ.get("GITHUB_REPOSITORY"),
-        required="GITHUB_REPOSITORY" not in os.environ,
-        help="OWNER/REPO",
-    )
+    _add_repo(p)
     p.add_argument("--api", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"))
     p.add_argument("--uploads", default="https://uploads.github.com")
 
     p = add("coverage", cmd_coverage, "Built / missing wheels per package and platform.")
     p.add_argument("--existing", type=Path, help="packages.json of the index, or a wheelhouse")
     p.add_argument(
-        "--write-docs", action="store_true", help="rewrite docs/coverage.md and the README table"
-    )
-
-    p = add("toolkit", cmd_toolkit, "Print what to install for a CUDA tag (toolkits.yaml).")
-    p.add_argument("cuda", help="e.g. cu130")
-    p.add_argument("--platform", default="linux_x86_64", choices=PLATFORMS)
-    p.add_argument("--field", help="print one value (version, repo, packages, ...)")
-
-    p = add("pages-url", cmd_pages_url, "Print the GitHub Pages URL of a repository.")
-    p.add_argument(
-        "--repo",
-        default=os.environ.get("GITHUB_REPOSITORY"),
-        required="GITHUB_REPOSITORY" not in os.environ,
-        help="OWNER/REPO",
+        "--write-docs",
+        action="store_true",
+        help="rewrite the farm root's docs/coverage.md and README table",
     )
 
     p = add("serve", cmd_serve, "Serve a built site over HTTP for local use.")
@@ -468,46 +428,75 @@ def _site_commands(add: Add) -> None:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--bind", default="127.0.0.1")
 
-    p = add("verify", cmd_verify, "Check a built wheel against its target (static + import).")
-    p.add_argument("wheel", type=Path)
-    _add_target_args(p)
-    p.add_argument("--no-import", action="store_true", help="skip the import check")
-    p.add_argument("--cache", type=Path, default=None)
+
+def _workflow_commands(add: Add) -> None:
+    """toolkit, pages-url: facts the workflow scripts read."""
+    p = add("toolkit", cmd_toolkit, "Print what to install for a CUDA tag (toolkits.yaml).")
+    p.add_argument("cuda", help="e.g. cu130")
+    p.add_argument("--platform", default="linux_x86_64", choices=NAMES)
+    p.add_argument("--field", help="print one value (version, repo, packages, ...)")
+
+    p = add("pages-url", cmd_pages_url, "Print the GitHub Pages URL of a repository.")
+    _add_repo(p)
+
+
+def _verbosity(p: argparse.ArgumentParser, default: object) -> None:
+    p.add_argument("-v", "--verbose", action="count", default=default, help="more output")
+    p.add_argument("-q", "--quiet", action="count", default=default, help="less output")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="wheelfarm",
         description="Build CUDA wheels for every (CUDA, torch, Python, platform), publish them "
         "and index them for pip and uv.",
     )
     parser.add_argument("--version", action="version", version=f"wheelfarm {__version__}")
+    _verbosity(parser, 0)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, handler: Handler, text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text, description=text)
         p.set_defaults(handler=handler)
         p.add_argument(
-            "--matrix",
+            "--root",
             type=Path,
-            default=MATRIX_DIR,
-            help="folder with torch.yaml, arch.yaml, farm.yaml and packages/",
+            default=None,
+            help="the farm root (the folder holding matrix/); default: the checkout around "
+            "the current folder, else the installed package's own",
         )
+        _verbosity(p, argparse.SUPPRESS)
         return p
 
     _matrix_commands(add)
     _build_commands(add)
     _site_commands(add)
+    _workflow_commands(add)
     return parser
 
 
+def _configure_logging(verbose: int, quiet: int) -> None:
+    """Wheelfarm's loggers write plain lines to stderr: INFO by default, -v DEBUG, -q WARNING."""
+    level = logging.INFO - 10 * verbose + 10 * quiet
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.handlers = [handler]
+    logger.setLevel(max(logging.DEBUG, min(level, logging.ERROR)))
+    logger.propagate = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: parse, dispatch, and turn a WheelfarmError into a message and exit code."""
-    args = _parser().parse_args(argv)
+    """Entry point: parse, dispatch, and turn a WheelfarmError into one line and its exit code."""
+    command = "wheelfarm"
     try:
+        args = _parser().parse_args(argv)
+        command = f"wheelfarm {args.command}"
+        _configure_logging(args.verbose, args.quiet)
+        if getattr(args, "root", None) is not None:
+            find_root(args.root)  # a wrong --root is refused by every command alike
         return int(args.handler(args))
     except WheelfarmError as exc:
-        print(f"wheelfarm {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

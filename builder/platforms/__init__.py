@@ -1,4 +1,5 @@
-"""Per-platform steps behind one protocol, dispatched through a dict (cibuildwheel's habit)."""
+"""Per-OS repair behind one protocol, dispatched through a dict keyed by the core platform
+registry (cibuildwheel's habit)."""
 
 from __future__ import annotations
 
@@ -6,20 +7,17 @@ from pathlib import Path
 from typing import Protocol
 
 from wheelfarm.builder.platforms import linux, windows
+from wheelfarm.builder.platforms.common import RepairJob
+from wheelfarm.core.platforms import PLATFORMS, OsName
+
+__all__ = ["REPAIRERS", "RepairJob", "Repairer"]
 
 
-class Platform(Protocol):
-    os_name: str
-
-    def repair(
-        self, wheel: Path, out_dir: Path, *, plat: str, torch_lib: Path | None, log: Path
-    ) -> Path:
+class Repairer(Protocol):
+    def repair(self, job: RepairJob) -> Path:
         """Vendor what the wheel needs except torch/CUDA libraries; return the repaired wheel."""
         ...
 
 
-PLATFORMS: dict[str, Platform] = {
-    "linux_x86_64": linux.Linux(),
-    "linux_aarch64": linux.Linux(),
-    "win_amd64": windows.Windows(),
-}
+_BY_OS: dict[OsName, Repairer] = {"linux": linux.Linux(), "windows": windows.Windows()}
+REPAIRERS: dict[str, Repairer] = {name: _BY_OS[p.os] for name, p in PLATFORMS.items()}

@@ -1,31 +1,42 @@
-"""What every repair tool run shares: write into a temporary folder, keep exactly one wheel."""
+"""What every repair shares: the job's inputs, and running the tool into a temporary folder so
+exactly one wheel, or nothing, reaches the output folder."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from wheelfarm.cmd import call
-from wheelfarm.errors import BuildError
+from wheelfarm.builder.policy import LibraryPolicy
+from wheelfarm.core.errors import BuildError
+from wheelfarm.core.proc import call
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepairJob:
+    """One wheel to repair: where it goes, its platform tag, torch's libraries and the policy of
+    what never to vendor."""
+
+    wheel: Path
+    out_dir: Path
+    plat: str
+    torch_lib: Path | None
+    policy: LibraryPolicy
+    log: Path
 
 
 def repair_with(
-    tool: Sequence[str | Path],
-    wheel: Path,
-    out_dir: Path,
-    *,
-    log: Path,
-    env: Mapping[str, str] | None = None,
+    tool: Sequence[str | Path], job: RepairJob, *, env: Mapping[str, str] | None = None
 ) -> Path:
-    """Run `tool ... -w TMP WHEEL`; move its one wheel into `out_dir`. A failed or odd repair
-    leaves nothing behind in `out_dir`."""
+    """Run `tool ... -w TMP WHEEL`; move its one wheel into the job's out_dir. A failed or odd
+    repair leaves nothing behind there."""
     with tempfile.TemporaryDirectory(prefix="wheelfarm-repair-") as tmp:
-        call([*tool, "-w", tmp, wheel], env=env, log=log)
+        call([*tool, "-w", tmp, job.wheel], env=env, log=job.log)
         made = list(Path(tmp).glob("*.whl"))
         if len(made) != 1:
-            msg = f"repair produced {len(made)} wheels from {wheel.name}; log: {log}"
+            msg = f"repair produced {len(made)} wheels from {job.wheel.name}; log: {job.log}"
             raise BuildError(msg)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        return Path(shutil.move(made[0], out_dir / made[0].name))
+        job.out_dir.mkdir(parents=True, exist_ok=True)
+        return Path(shutil.move(made[0], job.out_dir / made[0].name))

@@ -6,19 +6,14 @@ import os
 import sys
 from pathlib import Path
 
-from wheelfarm.builder.platforms.common import repair_with
-from wheelfarm.builder.policy import library_policy
+from wheelfarm.builder.platforms.common import RepairJob, repair_with
 
 
 class Windows:
-    os_name = "windows"
-
-    def repair(
-        self, wheel: Path, out_dir: Path, *, plat: str, torch_lib: Path | None, log: Path
-    ) -> Path:
-        del plat  # delvewheel keeps win_amd64
-        excludes = os.pathsep.join(library_policy("windows").provided)  # ';' on Windows
-        add_path = ["--add-path", str(torch_lib)] if torch_lib is not None else []
+    def repair(self, job: RepairJob) -> Path:
+        """Repair with delvewheel, which keeps the win_amd64 tag (job.plat is unused)."""
+        excludes = os.pathsep.join(job.policy.provided)  # ';' on Windows
+        add_path = ["--add-path", str(job.torch_lib)] if job.torch_lib is not None else []
         tool = [sys.executable, "-m", "delvewheel", "repair", "--no-mangle-all",
                 "--exclude", excludes, *add_path]  # fmt: skip
-        return repair_with(tool, wheel, out_dir, log=log)
+        return repair_with(tool, job)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from packaging.utils import parse_wheel_filename
 
-from wheelfarm.builder.wheelfile import dist_info, write_wheel
+from wheelfarm.core.wheelfile import dist_info, write_wheel
 
 pytestmark = pytest.mark.integration
 

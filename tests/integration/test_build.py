@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from wheelfarm.builder.wheelfile import dist_info, write_wheel
+from tests.roots import REPO
+from wheelfarm.core.wheelfile import dist_info, write_wheel
 
 from .conftest import DemoBuild, fresh_venv, pip, wheelfarm
 
@@ -138,9 +139,10 @@ def test_causal_conv1d_builds_repairs_and_verifies(tmp_path: Path, cache_dir: Pa
 def test_a_wheel_that_fails_verify_never_reaches_the_wheelhouse(
     tmp_path: Path, cache_dir: Path
 ) -> None:
-    matrix = tmp_path / "matrix"
-    shutil.copytree(Path(__file__).parents[2] / "matrix", matrix)
-    demo = matrix / "packages" / "wheelfarm-demo.yaml"
+    root = tmp_path / "fork"  # a farm root holding the edited YAML and the demo it builds
+    shutil.copytree(REPO.matrix, root / "matrix")
+    shutil.copytree(REPO.path / "demo", root / "demo", ignore=shutil.ignore_patterns("build"))
+    demo = root / "matrix" / "packages" / "wheelfarm-demo.yaml"
     demo.write_text(
         demo.read_text().replace(
             "import: [wheelfarm_demo, wheelfarm_demo._C]",
@@ -151,8 +153,8 @@ def test_a_wheel_that_fails_verify_never_reaches_the_wheelhouse(
     result = wheelfarm(
         "build",
         "--local",
-        "--matrix",
-        matrix,
+        "--root",
+        root,
         "--out",
         out,
         "--work",

@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from tests.fakegithub import FakeGitHub, fake_github
-from wheelfarm.builder.wheelfile import write_wheel
-from wheelfarm.errors import PublishError
-from wheelfarm.index.publish import GitHubPublisher, publish
+from tests.roots import REPO
+from wheelfarm.core.errors import PublishError
+from wheelfarm.core.wheelfile import write_wheel
+from wheelfarm.github.client import GitHubClient
+from wheelfarm.github.publish import Publisher, publish
+from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.site import build_site
-from wheelfarm.index.sources import GitHubReleases
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +42,7 @@ def test_publish_twice_uploads_nothing_the_second_time(tmp_path: Path) -> None:
         make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14", py) for py in ("cp311", "cp312")
     ]
     with fake_github() as gh:
-        pub = GitHubPublisher(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t")
+        pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
         first = publish(wheels, pub)
         assert sorted(first.uploaded) == sorted(
             [w.name for w in wheels] + [f"{w.name}.metadata" for w in wheels]
@@ -62,7 +64,7 @@ def test_publish_twice_uploads_nothing_the_second_time(tmp_path: Path) -> None:
 def test_a_different_asset_with_the_same_name_is_refused(tmp_path: Path) -> None:
     wheel = make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14", payload=b"original")
     with fake_github() as gh:
-        pub = GitHubPublisher(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t")
+        pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
         publish([wheel], pub)
         (tmp_path / "rebuilt").mkdir()
         rebuilt = make_wheel(
@@ -84,7 +86,7 @@ def test_a_full_release_rolls_over(tmp_path: Path) -> None:
         full = gh.add_release("demo-pkg-v1.0")
         for i in range(999):
             gh.add_asset(full, f"filler-{i}.txt", b"x")
-        pub = GitHubPublisher(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t")
+        pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
         report = publish([wheel], pub)
         assert report.releases == {"demo-pkg-v1.0-2"}
         assert len(full["assets"]) <= 1000
@@ -105,7 +107,7 @@ def test_index_reads_three_pages_of_assets_through_a_rate_limit(tmp_path: Path) 
     many = [make_wheel(house, f"pkg-{i:03d}", "2.0+cu126torch2.13") for i in range(105)]
     slept: list[float] = []
     with fake_github(FakeGitHub(with_digest=False)) as gh:
-        pub = GitHubPublisher(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t")
+        pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
         publish(wheels, pub)
         big = gh.add_release("many-v2.0")
         for w in many:
@@ -123,7 +125,7 @@ def test_index_reads_three_pages_of_assets_through_a_rate_limit(tmp_path: Path) 
             ).encode(),
         )
         gh.rate_limited[f"/repos/{gh.repo}/releases/{big['id']}/assets"] = 1
-        source = GitHubReleases(gh.repo, api=gh.base, token="t", sleep=slept.append)
+        source = ReleasesSource(GitHubClient(gh.repo, api=gh.base, token="t", sleep=slept.append))
         entries = source.entries(None, {})
         asset_pages = [p for m, p in gh.log if m == "GET" and "/assets?" in p]
     assert len(entries) == 109
@@ -138,7 +140,7 @@ def test_index_reads_three_pages_of_assets_through_a_rate_limit(tmp_path: Path) 
     )  # from SHA256SUMS
     assert by_name[many[7].name].requires_python == ">=3.9"
     assert by_name[wheels[0].name].url.startswith(f"{gh.base}/download/demo-pkg-v1.0/")
-    result = build_site(entries, tmp_path / "site")
+    result = build_site(entries, tmp_path / "site", templates=REPO.templates)
     assert result.combos == 2
     page = (tmp_path / "site" / "cu126" / "torch2.13" / "pkg-007" / "index.html").read_text()
     assert "%2Bcu126torch2.13" in page and 'data-core-metadata="sha256=' in page

@@ -28,7 +28,7 @@ def site_url(demo_build: DemoBuild, tmp_path_factory: pytest.TempPathFactory) ->
     shutil.copy(demo_build.wheel.with_name(demo_build.wheel.name + ".build.json"), house)
     retag(demo_build.wheel, house, label="cu126torch2.14", python=CP)
     site = tmp_path_factory.mktemp("site")
-    wheelfarm("index", "--wheelhouse", house, "--out", site, "--helper", HELPER)
+    wheelfarm("index", "--wheelhouse", house, "--out", site)  # the root serves install.py
     assert (site / "install.py").read_bytes() == HELPER.read_bytes()
     with served(site) as url:
         yield url

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from tests.roots import REPO
 from wheelfarm.builder import toolchain
-from wheelfarm.builder.source import REPO_ROOT, fetch
+from wheelfarm.builder.source import fetch
 from wheelfarm.matrix.model import PackageVersion, Source
 
 pytestmark = pytest.mark.integration
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.integration
 
 def test_git_source_checks_out_the_pinned_commit_and_patches(tmp_path: Path) -> None:
     upstream = tmp_path / "upstream"
-    shutil.copytree(REPO_ROOT / "demo" / "wheelfarm-demo", upstream)
+    shutil.copytree(REPO.path / "demo" / "wheelfarm-demo", upstream)
     git = ["git", "-C", str(upstream), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git[:3], "init", "-q"], check=True)
     subprocess.run([*git, "add", "."], check=True)
@@ -38,6 +39,7 @@ def test_git_source_checks_out_the_pinned_commit_and_patches(tmp_path: Path) -> 
         "wheelfarm-demo",
         source,
         tmp_path / "work",
+        root=REPO,
         cache=tmp_path / "cache",
         sdist_index="unused",
         log=tmp_path / "log",

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from wheelfarm.matrix.load import MATRIX_DIR
+from tests.roots import REPO
+from wheelfarm.core.root import FarmRoot
 
 
 @pytest.fixture(autouse=True)
@@ -27,21 +28,24 @@ def _forbid_outside_world(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def matrix_dir(tmp_path: Path) -> Callable[..., Path]:
-    """A matrix folder with the shipped grid and the given package files (name -> YAML)."""
+def matrix_dir(tmp_path: Path) -> Callable[..., FarmRoot]:
+    """A farm root with the shipped grid and schemas and the given package files (name -> YAML)."""
 
-    def make(packages: dict[str, str], **overrides: str) -> Path:
-        root = tmp_path / "matrix"
+    def make(packages: dict[str, str], **overrides: str) -> FarmRoot:
+        farm = FarmRoot(tmp_path / "farm")
+        root = farm.matrix
         (root / "packages").mkdir(parents=True)
+        shutil.copytree(REPO.schemas, farm.schemas)
+        shutil.copytree(REPO.patches, farm.patches)
         for name in ("torch.yaml", "arch.yaml", "farm.yaml"):
             text = overrides.get(name.removesuffix(".yaml"))
             if text is None:
-                shutil.copy(MATRIX_DIR / name, root / name)
+                shutil.copy(REPO.matrix / name, root / name)
             else:
                 (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
         for name, text in packages.items():
             (root / "packages" / f"{name}.yaml").write_text(text, encoding="utf-8")
-        return root
+        return farm
 
     return make
 

@@ -7,13 +7,17 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from tests.roots import REPO
 from wheelfarm.builder import toolchain
 from wheelfarm.builder.binary import FATBIN_MAGIC, parse_fatbin
 from wheelfarm.builder.build import compile_env, max_jobs
+from wheelfarm.builder.policy import library_policy
+from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.target import resolve
 from wheelfarm.builder.verify import Expectation, verify_static
-from wheelfarm.builder.wheelfile import metadata, relabel, write_wheel
-from wheelfarm.errors import BuildError, PlanError, ToolchainError
+from wheelfarm.core.errors import BuildError, PlanError, ToolchainError
+from wheelfarm.core.wheelfile import metadata, write_wheel
+from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import ArchList
 
@@ -89,7 +93,7 @@ def _wheel(tmp: Path, version: str = "1.0") -> Path:
 def test_relabel_rewrites_name_metadata_dist_info_and_record(tmp_path: Path) -> None:
     out = relabel(_wheel(tmp_path), "cu130torch2.14", tmp_path / "out")
     assert out.name == "demo_pkg-1.0+cu130torch2.14-cp312-cp312-linux_x86_64.whl"
-    assert metadata(out)["Version"] == "1.0+cu130torch2.14"
+    assert metadata(out)["version"] == "1.0+cu130torch2.14"
     names = zipfile.ZipFile(out).namelist()
     assert "demo_pkg-1.0+cu130torch2.14.dist-info/RECORD" in names
     report = verify_static(
@@ -101,6 +105,7 @@ def test_relabel_rewrites_name_metadata_dist_info_and_record(tmp_path: Path) -> 
             python_tag="cp312",
             platform="linux_x86_64",
             archs=ArchList.parse("9.0"),
+            policy=library_policy(REPO, "linux"),
         ),
     )
     # only the missing device code is wrong: name, METADATA and RECORD agree
@@ -113,8 +118,10 @@ def test_relabel_refuses_a_different_existing_label(tmp_path: Path) -> None:
 
 
 def test_compile_env_sets_arch_lists_label_and_jobs(tmp_path: Path) -> None:
-    matrix = load_matrix()
-    target = resolve(matrix, "flash-attn-2.8.3.post2-cu130torch2.14-cp312-linux_x86_64")
+    matrix = load_matrix(REPO)
+    target = resolve(
+        matrix, expand(matrix), "flash-attn-2.8.3.post2-cu130torch2.14-cp312-linux_x86_64"
+    )
     tc = toolchain.Toolchain(tmp_path, tmp_path / "bin" / "nvcc", Version("13.0.88"), "gcc")
     env = compile_env(target, tc, tmp_path / "venv" / "bin", None, tmp_path, tmp_path / "cache")
     assert env["TORCH_CUDA_ARCH_LIST"] == "8.0;9.0;10.0;12.0"
@@ -125,10 +132,11 @@ def test_compile_env_sets_arch_lists_label_and_jobs(tmp_path: Path) -> None:
 
 
 def test_resolve_unknown_build_id_suggests(tmp_path: Path) -> None:
+    matrix = load_matrix(REPO)
     with pytest.raises(
         PlanError, match=r"did you mean 'causal-conv1d-1\.7\.0-cu130torch2\.14-cp312-linux_x86_64'"
     ):
-        resolve(load_matrix(), "causal-conv1d-1.7.0-cu130torch2.14-cp312-linux_x86")
+        resolve(matrix, expand(matrix), "causal-conv1d-1.7.0-cu130torch2.14-cp312-linux_x86")
 
 
 def test_pe_imports_are_read_from_a_real_windows_binary() -> None:
@@ -136,14 +144,13 @@ def test_pe_imports_are_read_from_a_real_windows_binary() -> None:
     from pip._vendor import distlib
 
     from wheelfarm.builder.binary import inspect_binary
-    from wheelfarm.builder.policy import library_policy
 
     folder = Path(distlib.__file__).parent
     for exe in ("t64.exe", "t32.exe"):
         info = inspect_binary((folder / exe).read_bytes())
         assert "KERNEL32.dll" in info.needed
         assert not info.has_device_code
-        policy = library_policy("windows")
+        policy = library_policy(REPO, "windows")
         assert all(policy.is_system(dll) for dll in info.needed)  # case-insensitive on Windows
-    assert library_policy("windows").is_provided("C10.DLL")
-    assert not library_policy("linux").is_provided("LIBC10.SO")
+    assert library_policy(REPO, "windows").is_provided("C10.DLL")
+    assert not library_policy(REPO, "linux").is_provided("LIBC10.SO")

@@ -5,14 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from wheelfarm.errors import ConfigError
+from tests.roots import REPO
+from wheelfarm.core.errors import ConfigError
 from wheelfarm.matrix.load import load_matrix
 
 from .conftest import package_yaml
 
 
 def test_shipped_matrix_is_valid() -> None:
-    matrix = load_matrix()
+    matrix = load_matrix(REPO)
     names = {p.name for p in matrix.packages}
     assert {"wheelfarm-demo", "flash-attn", "causal-conv1d"} <= names
     assert len(names) >= 5

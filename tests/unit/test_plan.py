@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from wheelfarm.errors import PlanError
+from tests.roots import REPO
+from wheelfarm.core.errors import PlanError
+from wheelfarm.github.actions import JOB_KEYS, github_outputs
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.plan import (
-    JOB_KEYS,
     Filters,
     existing_build_ids,
     explain,
-    github_outputs,
     make_plan,
     shard,
 )
@@ -86,7 +86,7 @@ def test_torch_free_once_per_cuda_python_platform(matrix_dir: Callable[..., Path
 
 
 def test_phantom_combinations_are_never_planned() -> None:
-    m = load_matrix()
+    m = load_matrix(REPO)
     e = expand(m)
     shipped = {
         (r.minor, cuda, plat, py)
@@ -106,7 +106,7 @@ def test_phantom_combinations_are_never_planned() -> None:
 
 
 def test_incremental_skip_from_wheelhouse_and_manifest(tmp_path: Path) -> None:
-    m = load_matrix()
+    m = load_matrix(REPO)
     e = expand(m)
     wheels = tmp_path / "wheelhouse"
     wheels.mkdir()
@@ -137,7 +137,7 @@ def test_incremental_skip_from_wheelhouse_and_manifest(tmp_path: Path) -> None:
 
 
 def test_sharding_600_jobs_into_3() -> None:
-    m = load_matrix()
+    m = load_matrix(REPO)
     e = expand(m)
     plan = make_plan(m, e, filters=Filters(platform=("linux_x86_64",)), max_jobs=256)
     assert len(plan.todo) > 512  # > 2 shards worth
@@ -151,9 +151,9 @@ def test_sharding_600_jobs_into_3() -> None:
 
 
 def test_github_output_is_valid_matrix_json() -> None:
-    m = load_matrix()
+    m = load_matrix(REPO)
     plan = make_plan(m, expand(m), filters=Filters(package=("causal-conv1d",)))
-    out = github_outputs(plan, m)
+    out = github_outputs(plan, m.farm.hosted_job_limit_minutes)
     total = 0
     for platform in m.farm.platforms:
         shards = json.loads(out[f"shards_{platform}"])
@@ -179,13 +179,13 @@ def test_github_output_is_valid_matrix_json() -> None:
     ],
 )
 def test_filter_matching_nothing_is_an_error(filters: Filters, message: str) -> None:
-    m = load_matrix()
+    m = load_matrix(REPO)
     with pytest.raises(PlanError, match=message):
         make_plan(m, expand(m), filters=filters)
 
 
 def test_explain_each_reason() -> None:
-    m = load_matrix()
+    m = load_matrix(REPO)
     plan = make_plan(m, expand(m))
     assert "excluded by flash-attn.yaml:" in explain(
         plan, "flash-attn-2.8.3.post2-cu126-torch2.14-cp312-linux_aarch64"

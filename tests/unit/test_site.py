@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from wheelfarm.errors import SiteError
+from tests.roots import REPO
+from wheelfarm.core.errors import SiteError
 from wheelfarm.index.entries import Covered, WheelEntry, covers_from_name
 from wheelfarm.index.site import build_site
 from wheelfarm.index.sources import LocalFile
@@ -31,7 +32,7 @@ def test_project_page_is_pep503_with_escaping(tmp_path: Path) -> None:
     e = entry(
         W, requires_python=">=3.9,<4", yanked='broken "kernels" <sm90>', metadata_sha256="cd" * 32
     )
-    build_site([e], tmp_path)
+    build_site([e], tmp_path, templates=REPO.templates)
     page = (tmp_path / "cu130" / "torch2.14" / "flash-attn" / "index.html").read_text()
     assert (
         f'href="https://example.invalid/dl/flash_attn-2.8.3%2Bcu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl#sha256={SHA}"'
@@ -49,40 +50,45 @@ def test_project_page_is_pep503_with_escaping(tmp_path: Path) -> None:
 
 
 def test_no_metadata_attribute_without_a_published_metadata_file(tmp_path: Path) -> None:
-    build_site([entry(W)], tmp_path)
+    build_site([entry(W)], tmp_path, templates=REPO.templates)
     page = (tmp_path / "cu130" / "torch2.14" / "flash-attn" / "index.html").read_text()
     assert "data-core-metadata" not in page and "data-dist-info-metadata" not in page
 
 
 def test_unchanged_input_rewrites_nothing(tmp_path: Path) -> None:
-    first = build_site([entry(W)], tmp_path)
+    first = build_site([entry(W)], tmp_path, templates=REPO.templates)
     assert first.written
     mtimes = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
-    again = build_site([entry(W)], tmp_path)
+    again = build_site([entry(W)], tmp_path, templates=REPO.templates)
     assert again.written == [] and again.removed == []
     assert mtimes == {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
 
 
 def test_refuses_to_lose_published_wheels(tmp_path: Path) -> None:
     other = W.replace("cp312-cp312", "cp311-cp311")
-    build_site([entry(W), entry(other)], tmp_path)
+    build_site([entry(W), entry(other)], tmp_path, templates=REPO.templates)
     with pytest.raises(
         SiteError, match=r"would drop 1 published wheel\(s\): .*cp311.*--allow-removal"
     ):
-        build_site([entry(W)], tmp_path)
-    result = build_site([entry(W)], tmp_path, allow_removal=True)
+        build_site([entry(W)], tmp_path, templates=REPO.templates)
+    result = build_site([entry(W)], tmp_path, templates=REPO.templates, allow_removal=True)
     assert result.written  # manifest and pages changed
     assert other not in (tmp_path / "packages.json").read_text()
 
 
 def test_files_cannot_escape_the_output_folder(tmp_path: Path) -> None:
     with pytest.raises(SiteError, match="outside"):
-        build_site([entry(W)], tmp_path / "site", files=[LocalFile("../../evil.txt", data=b"x")])
+        build_site(
+            [entry(W)],
+            tmp_path / "site",
+            templates=REPO.templates,
+            files=[LocalFile("../../evil.txt", data=b"x")],
+        )
     assert not (tmp_path / "evil.txt").exists()
 
 
 def test_collapsed_wheels_are_listed_under_every_combo(tmp_path: Path) -> None:
-    matrix = load_matrix()
+    matrix = load_matrix(REPO)
     stable = "fa3-3.0.0+cu130torch2.10.stable-cp310-abi3-manylinux_2_28_x86_64.whl"
     covers = covers_from_name(stable, matrix)
     assert {c.torch for c in covers} == {"2.10", "2.11", "2.12", "2.13", "2.14"}
@@ -99,14 +105,14 @@ def test_collapsed_wheels_are_listed_under_every_combo(tmp_path: Path) -> None:
         "2.13",
         "2.14",
     }
-    result = build_site([entry(stable, covers=covers)], tmp_path)
+    result = build_site([entry(stable, covers=covers)], tmp_path, templates=REPO.templates)
     assert result.combos == 5
     for minor in ("2.10", "2.14"):
         assert (tmp_path / "cu130" / f"torch{minor}" / "fa3" / "index.html").is_file()
 
 
 def test_yanked_version_in_yaml_marks_its_wheels(matrix_dir: object, tmp_path: Path) -> None:
-    from wheelfarm.builder.wheelfile import write_wheel
+    from wheelfarm.core.wheelfile import write_wheel
     from wheelfarm.index.sources import from_wheelhouse, yanked_versions
 
     from .conftest import package_yaml
@@ -132,7 +138,7 @@ def test_yanked_version_in_yaml_marks_its_wheels(matrix_dir: object, tmp_path: P
     )
     entries, files = from_wheelhouse(house, matrix, yanked_versions(matrix))
     assert entries[0].yanked == "wrong sm_90 kernels"
-    build_site(entries, tmp_path / "site", files=files)
+    build_site(entries, tmp_path / "site", templates=REPO.templates, files=files)
     page = (tmp_path / "site" / "cu130" / "torch2.14" / "demo-pkg" / "index.html").read_text()
     assert 'data-yanked="wrong sm_90 kernels"' in page
     assert 'href="../../../files/demo_pkg-1.0.0%2Bcu130torch2.14-' in page

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.roots import REPO
+from wheelfarm.github.actions import JOB_KEYS, github_outputs
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.plan import JOB_KEYS, github_outputs, make_plan
+from wheelfarm.matrix.plan import make_plan
 
 WORKFLOWS = Path(__file__).parents[2] / ".github" / "workflows"
 FILES = sorted(WORKFLOWS.glob("*.yml"))
@@ -35,8 +37,10 @@ def test_build_workflows_read_exactly_the_plan_job_keys() -> None:
 
 
 def test_farm_reads_every_plan_output() -> None:
-    matrix = load_matrix()
-    outputs = github_outputs(make_plan(matrix, expand(matrix)), matrix)
+    matrix = load_matrix(REPO)
+    outputs = github_outputs(
+        make_plan(matrix, expand(matrix)), matrix.farm.hosted_job_limit_minutes
+    )
     farm = yaml.safe_load((WORKFLOWS / "farm.yml").read_text())
     declared = farm["jobs"]["plan"]["outputs"]
     assert set(declared) == set(outputs)

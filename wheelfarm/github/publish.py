@@ -8,24 +8,25 @@ Same name + same sha256: skipped. Same name + another sha256: refused. A release
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import requests
 from packaging.utils import parse_wheel_filename
 
-from wheelfarm.builder.wheelfile import read_metadata_bytes
-from wheelfarm.errors import PublishError
-from wheelfarm.net import HttpError, parse_sha256sums, request
+from wheelfarm.core.errors import NetworkError, PublishError
+from wheelfarm.core.wheelfile import read_metadata_bytes
+from wheelfarm.github.client import GitHubClient
+from wheelfarm.github.releases import SUMS, parse_sha256sums
 
 MAX_ASSETS = 1000  # GitHub answers 422 beyond this
 MAX_ASSET_BYTES = 2 * 1024**3  # release assets must be smaller than 2 GiB
-SUMS = "SHA256SUMS"
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,36 +74,19 @@ class PublishReport:
 
 
 @dataclass
-class GitHubPublisher:
-    """Talks to the REST API: releases by tag, their assets, uploads."""
+class Publisher:
+    """Release and asset calls for publishing, through the one GitHub client."""
 
-    repo: str
-    api: str = "https://api.github.com"
-    uploads: str = "https://uploads.github.com"
-    token: str | None = field(default_factory=lambda: os.environ.get("GITHUB_TOKEN"))
+    client: GitHubClient
     commit: str | None = field(default_factory=lambda: os.environ.get("GITHUB_SHA"))
-    sleep: Callable[[float], None] | None = None
-    session: requests.Session = field(default_factory=requests.Session)
-
-    def _call(self, method: str, url: str, **kwargs: Any) -> requests.Response:  # noqa: ANN401 - requests' own kwargs
-        headers = {
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": "2022-11-28",
-            **kwargs.pop("headers", {}),
-        }
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
-        if self.sleep is not None:
-            kwargs["sleep"] = self.sleep
-        return request(self.session, method, url, headers=headers, **kwargs)
 
     def release(self, tag: str) -> dict[str, Any]:
         """The release for `tag`, created (at GITHUB_SHA) when it does not exist yet."""
         try:
             return dict(
-                self._call("GET", f"{self.api}/repos/{self.repo}/releases/tags/{quote(tag)}").json()
+                self.client.call("GET", self.client.repo_url(f"releases/tags/{quote(tag)}")).json()
             )
-        except HttpError as exc:
+        except NetworkError as exc:
             if exc.status != HTTPStatus.NOT_FOUND:
                 raise
         body: dict[str, Any] = {
@@ -114,40 +98,25 @@ class GitHubPublisher:
         }
         if self.commit:
             body["target_commitish"] = self.commit
-        return dict(self._call("POST", f"{self.api}/repos/{self.repo}/releases", json=body).json())
+        return dict(self.client.call("POST", self.client.repo_url("releases"), json=body).json())
 
     def assets(self, release: dict[str, Any]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        url: str | None = (
-            f"{self.api}/repos/{self.repo}/releases/{release['id']}/assets?per_page=100"
-        )
-        while url:
-            response = self._call("GET", url)
-            out += response.json()
-            url = response.links.get("next", {}).get("url")
-        return out
+        url = self.client.repo_url(f"releases/{release['id']}/assets?per_page=100")
+        return list(self.client.paginate(url))
 
     def download(self, asset: dict[str, Any]) -> bytes:
-        return self._call(
-            "GET", asset["url"], headers={"Accept": "application/octet-stream"}
-        ).content
+        return self.client.download(asset)
 
     def upload(self, release: dict[str, Any], item: Upload) -> dict[str, Any]:
-        url = (
-            f"{self.uploads}/repos/{self.repo}/releases/{release['id']}/assets"
-            f"?name={quote(item.name)}"
-        )
-        return dict(
-            self._call(
-                "POST", url, data=item.data, headers={"Content-Type": "application/octet-stream"}
-            ).json()
-        )
+        url = self.client.upload_url(release["id"], item.name)
+        headers = {"Content-Type": "application/octet-stream"}
+        return dict(self.client.call("POST", url, data=item.data, headers=headers).json())
 
     def delete(self, asset: dict[str, Any]) -> None:
-        self._call("DELETE", f"{self.api}/repos/{self.repo}/releases/assets/{asset['id']}")
+        self.client.call("DELETE", self.client.repo_url(f"releases/assets/{asset['id']}"))
 
 
-def _asset_sha(pub: GitHubPublisher, asset: dict[str, Any], sums: dict[str, str]) -> str:
+def _asset_sha(pub: Publisher, asset: dict[str, Any], sums: dict[str, str]) -> str:
     """An existing asset's sha256: its digest, the release's SHA256SUMS, or (last) its bytes."""
     digest = (asset.get("digest") or "").removeprefix("sha256:")
     return digest or sums.get(asset["name"]) or hashlib.sha256(pub.download(asset)).hexdigest()
@@ -162,7 +131,7 @@ def _tags(base: str) -> Iterator[str]:
 
 
 def _check_same(
-    pub: GitHubPublisher, tag: str, asset: dict[str, Any], item: Upload, sums: dict[str, str]
+    pub: Publisher, tag: str, asset: dict[str, Any], item: Upload, sums: dict[str, str]
 ) -> None:
     if _asset_sha(pub, asset, sums) != item.sha256:
         msg = (
@@ -173,12 +142,11 @@ def _check_same(
 
 
 def _fill(
-    pub: GitHubPublisher,
+    pub: Publisher,
     tag: str,
     release: dict[str, Any],
     pending: list[list[Upload]],
     report: PublishReport,
-    echo: Callable[[str], None],
 ) -> list[list[Upload]]:
     """Put what fits of `pending` (one wheel's files each) into one release; return the rest.
 
@@ -201,7 +169,7 @@ def _fill(
             continue
         report.skipped += [f.name for f in present]
         for f in missing:
-            echo(f"upload {tag}/{f.name} ({len(f.data)} bytes)")
+            logger.info("upload %s/%s (%d bytes)", tag, f.name, len(f.data))
             by_name[f.name] = pub.upload(release, f)
             report.uploaded.append(f.name)
             room -= 1
@@ -216,9 +184,7 @@ def _fill(
     return rest
 
 
-def publish(
-    wheels: list[Path], pub: GitHubPublisher, echo: Callable[[str], None] = lambda _: None
-) -> PublishReport:
+def publish(wheels: list[Path], pub: Publisher) -> PublishReport:
     """Upload every wheel's files into its version's release, rolling over when one is full."""
     report = PublishReport()
     groups: dict[str, list[list[Upload]]] = {}
@@ -226,7 +192,7 @@ def publish(
         groups.setdefault(release_tag(wheel.name), []).append(uploads_for(wheel))
     for base, pending in groups.items():
         for tag in _tags(base):
-            pending = _fill(pub, tag, pub.release(tag), pending, report, echo)  # noqa: PLW2901
+            pending = _fill(pub, tag, pub.release(tag), pending, report)  # noqa: PLW2901
             if not pending:
                 break
     return report

@@ -1,19 +1,21 @@
-"""Every subprocess goes through `call`: it echoes the command, resolves the executable and
-turns a missing tool or a failure into a domain error that names the log."""
+"""Every subprocess goes through `call`: it logs the command, resolves the executable and turns
+a missing tool or a failure into a domain error that names the log."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from wheelfarm.errors import BuildError, ToolchainError
+from wheelfarm.core.errors import BuildError, ToolchainError
+
+logger = logging.getLogger(__name__)
 
 
 def which(name: str, path: str | None = None) -> str:
@@ -42,7 +44,7 @@ def call(
     capture: bool = False,
     heartbeat: float | None = None,
 ) -> str:
-    """Run `args`, echoing `+ cmd`; stream output to `log` when given, else to stderr.
+    """Run `args`, logging `+ cmd`; stream output to `log` when given, else to stderr.
 
     With `heartbeat` (seconds) and a log, a long command prints how long it has run and its
     latest log line that often, so an hours-long compile shows progress. Returns captured stdout
@@ -53,7 +55,7 @@ def call(
     argv[0] = which(argv[0], search_path) if os.sep not in argv[0] else argv[0]
     shown = shlex.join(argv)
     out: IO[str] | None = None
-    print(f"+ {shown}", file=sys.stderr, flush=True)
+    logger.info("+ %s", shown)
     try:
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
@@ -76,8 +78,7 @@ def call(
                 except subprocess.TimeoutExpired:
                     assert log is not None  # noqa: S101 - timeouts only happen with a log
                     minutes, seconds = divmod(int(time.monotonic() - started), 60)
-                    line = f"    ... {minutes}m{seconds:02d}s: {_last_line(log)}"
-                    print(line, file=sys.stderr, flush=True)
+                    logger.info("    ... %dm%02ds: %s", minutes, seconds, _last_line(log))
     finally:
         if out is not None:
             out.close()

@@ -1,0 +1,134 @@
+"""Every subcommand answers a bad argument and a missing file with one line naming it, an exit
+code from the error hierarchy, and no traceback; the farm root is found as documented."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.roots import REPO
+from wheelfarm.cli import main
+from wheelfarm.core.errors import UsageError
+from wheelfarm.core.root import FarmRoot, find_root
+
+from .conftest import package_yaml
+
+MISSING = "/nonexistent/wheelfarm-test"
+# subcommand -> (a bad argument, a missing file or folder), each a full argv
+CASES = {
+    "validate": (["validate", "--bogus"], ["validate", "--root", MISSING]),
+    "plan": (["plan", "--max-jobs", "many"], ["plan", "--existing", MISSING]),
+    "build": (["build", "--local", "--nope"], ["build", "--local", "--root", MISSING]),
+    "farm": (["farm", "--store"], ["farm", "--root", MISSING]),
+    "verify": (["verify"], ["verify", f"{MISSING}.whl", "--local"]),
+    "index": (["index"], ["index", "--wheelhouse", MISSING]),
+    "publish": (["publish", "x", "--repo"], ["publish", MISSING, "--repo", "octo/farm"]),
+    "coverage": (["coverage", "--write-docs=yes"], ["coverage", "--existing", MISSING]),
+    "toolkit": (
+        ["toolkit", "cu130", "--platform", "macos"],
+        ["toolkit", "cu130", "--root", MISSING],
+    ),
+    "pages-url": (["pages-url", "--repo"], ["pages-url", "--repo", "o/r", "--root", MISSING]),
+    "serve": (["serve", "--port", "eighty"], ["serve", MISSING]),
+}
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(argv)
+    return code, capsys.readouterr().err
+
+
+def test_every_subcommand_is_covered() -> None:
+    from wheelfarm.cli import _parser
+
+    sub = next(a for a in _parser()._actions if a.dest == "command")
+    assert set(sub.choices) == set(CASES)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("command", sorted(CASES))
+def test_bad_argument_is_one_line_with_exit_2(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = _run(CASES[command][0], capsys)
+    assert code == UsageError.exit_code
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("wheelfarm: error: ") and "--help" in err
+
+
+@pytest.mark.parametrize("command", sorted(CASES))
+def test_missing_file_is_one_line_naming_it(
+    command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO.path)
+    code, err = _run(CASES[command][1], capsys)
+    assert code == UsageError.exit_code, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"wheelfarm {command}: error: ")
+    assert MISSING in err
+
+
+def test_unknown_package_is_a_plan_error_not_a_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO.path)
+    code, err = _run(["build", "--package", "flash-atn", "--cuda", "cu130"], capsys)
+    assert code == 3
+    assert "unknown package 'flash-atn'" in err and "did you mean 'flash-attn'" in err
+
+
+def test_root_is_the_checkout_around_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fork = tmp_path / "fork"
+    shutil.copytree(REPO.matrix, fork / "matrix")
+    (fork / "deep" / "er").mkdir(parents=True)
+    assert find_root(cwd=fork / "deep" / "er").path == fork
+    assert find_root(cwd=fork).origin == "checkout"
+    assert find_root(fork, cwd=tmp_path).origin == "--root"
+
+
+def test_root_falls_back_to_the_installed_package(tmp_path: Path) -> None:
+    root = find_root(cwd=tmp_path)  # no farm around tmp_path
+    assert root.origin == "installed package"
+    assert (root.matrix / "torch.yaml").is_file()
+    assert (root.templates / "landing.html").is_file()
+    assert (root.path / "demo" / "wheelfarm-demo" / "setup.py").is_file()
+
+
+def test_a_path_source_cannot_leave_the_root() -> None:
+    with pytest.raises(UsageError, match="leaves the farm root"):
+        REPO.inside("../../etc", "source path")
+    with pytest.raises(UsageError, match="leaves the farm root"):
+        REPO.inside("/etc/ssl", "source path")
+    assert REPO.inside("demo/wheelfarm-demo", "source path").is_dir()
+
+
+def test_validate_reads_the_root_it_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fork = tmp_path / "fork"
+    shutil.copytree(REPO.matrix, fork / "matrix")
+    extra = (fork / "matrix" / "packages" / "wheelfarm-demo.yaml").read_text()
+    (fork / "matrix" / "packages" / "fork-demo.yaml").write_text(
+        extra.replace("name: wheelfarm-demo", "name: fork-demo")
+    )
+    assert main(["validate", "--root", str(fork)]) == 0
+    out = capsys.readouterr().out
+    assert "ok: 6 packages" in out and str(fork) in out
+
+
+def test_log_level_follows_quiet_and_verbose(
+    capsys: pytest.CaptureFixture[str], matrix_dir: Callable[..., FarmRoot]
+) -> None:
+    """A plan with jobs past the hosted limit warns: shown by default, hidden by -qq."""
+    slow = package_yaml("slow-pkg", extra="build_minutes_per_arch: 100\n")
+    root = matrix_dir({"slow-pkg": slow})
+    argv = ["plan", "--root", str(root.path), "--format", "json"]
+    assert main(argv) == 0
+    assert "warning: slow-pkg" in capsys.readouterr().err
+    assert main([*argv, "-qq"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["-v", "validate"]) == 0

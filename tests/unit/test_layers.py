@@ -1,0 +1,90 @@
+"""The layers import only in the directions docs/adr/0008-layers.md allows: read every module's
+import statements (module-level and inside functions) and check each against the table."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+# layer -> the source folder it is installed from
+FOLDERS = {
+    "core": ROOT / "wheelfarm" / "core",
+    "matrix": ROOT / "matrix",
+    "builder": ROOT / "builder",
+    "index": ROOT / "index",
+    "github": ROOT / "wheelfarm" / "github",
+    "app": ROOT / "wheelfarm",  # cli.py, farm.py, __main__.py (not core/ or github/)
+}
+ALLOWED = {
+    "core": {"core"},
+    "matrix": {"core", "matrix"},
+    "builder": {"core", "matrix", "builder"},
+    "index": {"core", "matrix", "index"},
+    "github": {"core", "matrix", "index", "github"},
+    "app": {"core", "matrix", "builder", "index", "github", "app"},
+}
+
+
+def _layer_of(module: str) -> str | None:
+    """'wheelfarm.core.http' -> 'core'; 'wheelfarm.farm' -> 'app'; other packages -> None."""
+    parts = module.split(".")
+    if parts[0] != "wheelfarm":
+        return None
+    if len(parts) == 1:
+        return "app"  # `from wheelfarm import __version__`: the package's own metadata
+    return parts[1] if parts[1] in FOLDERS else "app"
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+    return out
+
+
+def _modules() -> list[tuple[str, Path]]:
+    found = []
+    for layer, folder in FOLDERS.items():
+        files = folder.glob("*.py") if layer == "app" else folder.rglob("*.py")
+        found += [(layer, f) for f in sorted(files)]
+    return found
+
+
+@pytest.mark.parametrize(("layer", "path"), _modules(), ids=lambda v: str(v).split("main/")[-1])
+def test_imports_follow_the_layers(layer: str, path: Path) -> None:
+    bad = []
+    for line, module in _imports(path):
+        target = _layer_of(module)
+        # `from wheelfarm import __version__` is metadata every layer may read
+        if target is None or module == "wheelfarm":
+            continue
+        if target not in ALLOWED[layer]:
+            bad.append(f"{path.name}:{line} imports {module} ({layer} -> {target})")
+    assert not bad, "; ".join(bad)
+
+
+def test_the_check_sees_every_layer_and_catches_a_wrong_direction(tmp_path: Path) -> None:
+    layers = {layer for layer, _ in _modules()}
+    assert layers == set(FOLDERS)
+    bad = tmp_path / "x.py"
+    bad.write_text("def f():\n    from wheelfarm.builder.build import run_build\n")
+    assert _imports(bad) == [(2, "wheelfarm.builder.build")]
+    assert _layer_of("wheelfarm.builder.build") not in ALLOWED["index"]
+
+
+def test_no_library_module_prints() -> None:
+    """Library code logs; only the CLI prints."""
+    offenders = [
+        f"{layer}:{path.name}:{node.lineno}"
+        for layer, path in _modules()
+        if path.name != "cli.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"
+    ]
+    assert not offenders, offenders

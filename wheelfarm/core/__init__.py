@@ -1,0 +1,2 @@
+"""What every layer shares: errors, the farm root, platforms, labels, wheel names and files, and
+the subprocess and HTTP wrappers. Imports nothing else of wheelfarm (docs/adr/0008-layers.md)."""

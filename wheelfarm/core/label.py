@@ -1,0 +1,72 @@
+"""The local version label `+cu130torch2.14` (docs/adr/0002-local-version-label.md): one
+formatter, one parser, and the CUDA and torch version spellings they use."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+_LABEL = re.compile(r"^(cu\d{3,})(?:torch(\d+\.\d+)(\.stable)?)?$")
+
+
+def cuda_version(tag: str) -> Version:
+    """CUDA tag to version.
+
+    >>> str(cuda_version("cu130")), str(cuda_version("cu118"))
+    ('13.0', '11.8')
+    """
+    if not (tag.startswith("cu") and tag[2:].isdigit() and len(tag) >= 5):  # noqa: PLR2004
+        msg = f"invalid CUDA tag {tag!r}: expected 'cu' + major + minor digit, e.g. 'cu130'"
+        raise ValueError(msg)
+    return Version(f"{tag[2:-1]}.{tag[-1]}")
+
+
+def cuda_tag(version: Version | str) -> str:
+    """CUDA version to tag.
+
+    >>> cuda_tag("13.0.88")
+    'cu130'
+    """
+    v = Version(str(version))
+    return f"cu{v.major}{v.minor}"
+
+
+def torch_minor(version: Version | str) -> str:
+    """'2.14.1' -> '2.14': the torch axis of the grid (its C++ ABI changes every minor)."""
+    v = Version(str(version))
+    return f"{v.major}.{v.minor}"
+
+
+@dataclass(frozen=True, order=True)
+class Label:
+    """What a farm wheel's local version says: its CUDA, its torch minor (None for a torch-free
+    wheel) and whether it is built on torch's stable ABI (then it serves every torch from it)."""
+
+    cuda: str
+    torch: str | None = None
+    stable: bool = False
+
+    def __str__(self) -> str:
+        """The label as it appears after the '+'.
+
+        >>> str(Label("cu130", "2.14")), str(Label("cu130")), str(Label("cu130", "2.10", True))
+        ('cu130torch2.14', 'cu130', 'cu130torch2.10.stable')
+        """
+        if self.torch is None:
+            return self.cuda
+        return f"{self.cuda}torch{self.torch}" + (".stable" if self.stable else "")
+
+    @classmethod
+    def parse(cls, text: str) -> Label:
+        """The inverse of str(); a label of another shape is a ValueError.
+
+        >>> Label.parse("cu130torch2.10.stable")
+        Label(cuda='cu130', torch='2.10', stable=True)
+        """
+        match = _LABEL.match(text)
+        if match is None:
+            msg = f"{text!r} is not a farm label (e.g. 'cu130torch2.14', 'cu130')"
+            raise ValueError(msg)
+        return cls(match[1], match[2], bool(match[3]))

@@ -1,0 +1,95 @@
+"""Read and write wheel files. Reading leans on `wheel`'s WheelFile (RECORD hashes checked on
+every read) and `packaging.metadata`; writing stays here because WheelFile stamps RECORD with the
+current time unless SOURCE_DATE_EPOCH is set, and the farm needs fixed bytes."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import zipfile
+from pathlib import Path
+
+from packaging.metadata import RawMetadata, parse_email
+from wheel.wheelfile import WheelError, WheelFile  # type: ignore[import-untyped]
+
+FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # the zip format's epoch: no build time leaks into a wheel
+_EXECUTABLE = (".so", ".pyd", ".dll")
+
+
+def record_hash(data: bytes) -> str:
+    digest = hashlib.sha256(data).digest()
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def dist_info(names: list[str]) -> str:
+    """The wheel's single top-level .dist-info folder (ValueError when there is not one)."""
+    found = {n.split("/", 1)[0] for n in names if n.split("/", 1)[0].endswith(".dist-info")}
+    if len(found) != 1:
+        msg = f"expected one .dist-info folder, found {sorted(found) or 'none'}"
+        raise ValueError(msg)
+    return found.pop()
+
+
+def parse_metadata(data: bytes) -> RawMetadata:
+    """Core metadata fields as packaging reads them (unknown fields are ignored)."""
+    raw, _ = parse_email(data.decode("utf-8", "replace"))
+    return raw
+
+
+def read_metadata_bytes(wheel: Path) -> bytes:
+    """Raw METADATA, as PEP 658 publishes it beside the wheel."""
+    with zipfile.ZipFile(wheel) as zf:
+        return zf.read(f"{dist_info(zf.namelist())}/METADATA")
+
+
+def metadata(wheel: Path) -> RawMetadata:
+    """METADATA fields of a wheel."""
+    return parse_metadata(read_metadata_bytes(wheel))
+
+
+def read_files(wheel: Path) -> dict[str, bytes]:
+    """Every file of a wheel (folders skipped)."""
+    with zipfile.ZipFile(wheel) as zf:
+        return {n: zf.read(n) for n in zf.namelist() if not n.endswith("/")}
+
+
+def record_problems(wheel: Path) -> list[str]:
+    """What RECORD gets wrong: a file it does not list or whose hash differs (pip refuses both).
+    Each file is read through WheelFile, which checks it against RECORD."""
+    problems = []
+    try:
+        with WheelFile(wheel) as wf:
+            for info in wf.infolist():
+                if info.is_dir() or info.filename == wf.record_path:
+                    continue
+                try:
+                    wf.read(info)
+                except WheelError as exc:
+                    problems.append(f"RECORD: {exc}")
+    except WheelError as exc:
+        problems.append(f"RECORD: {exc}")
+    return problems
+
+
+def write_wheel(dest: Path, files: dict[str, bytes], info_dir: str) -> None:
+    """Write `files` as a wheel with a fresh RECORD: entries sorted, fixed times and modes."""
+    record_name = f"{info_dir}/RECORD"
+    rows = [
+        (name, record_hash(data), str(len(data)))
+        for name, data in sorted(files.items())
+        if name != record_name
+    ]
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows([*rows, (record_name, "", "")])
+    files = {**files, record_name: buf.getvalue().encode()}
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=FIXED_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = (0o755 if name.endswith(_EXECUTABLE) else 0o644) << 16
+            zf.writestr(info, files[name])
+    tmp.replace(dest)

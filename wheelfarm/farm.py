@@ -1,0 +1,193 @@
+"""The farm's workflows as a library: choose a target for this machine, write a site from a
+wheelhouse or from Releases, and the local farm (plan, build what is missing, index). The CLI
+parses arguments, calls these and prints what they return."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import Version
+
+from wheelfarm.builder.build import BuildOptions, BuildResult, run_build
+from wheelfarm.builder.target import Target, resolve, select
+from wheelfarm.builder.toolchain import installed_cuda_tag
+from wheelfarm.core.errors import PlanError
+from wheelfarm.core.platforms import host_platform
+from wheelfarm.core.wheelname import build_id_from_wheel
+from wheelfarm.github.client import GitHubClient
+from wheelfarm.github.releases import ReleasesSource
+from wheelfarm.index.coverage import coverage, svg
+from wheelfarm.index.entries import WheelEntry
+from wheelfarm.index.site import SiteResult, build_site, read_manifest
+from wheelfarm.index.sources import LocalFile, from_wheelhouse, yanked_versions
+from wheelfarm.matrix.expand import Expansion
+from wheelfarm.matrix.model import ArchList, Matrix
+from wheelfarm.matrix.plan import Filters, Plan, existing_build_ids, make_plan
+
+logger = logging.getLogger(__name__)
+DEMO_PACKAGE = "wheelfarm-demo"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TargetQuery:
+    """What the user asked to build: a build id, or flags completed from this machine."""
+
+    build_id: str | None = None
+    local: bool = False
+    package: str | None = None
+    cuda: str | None = None
+    torch: str | None = None
+    python: str | None = None
+    platform: str | None = None
+    archs: str | None = None
+
+
+def choose_target(matrix: Matrix, expansion: Expansion, query: TargetQuery) -> Target:
+    """The target for a build id, or for flags with this machine's CUDA, Python and platform."""
+    if query.build_id:
+        return resolve(matrix, expansion, query.build_id)
+    if not (query.local or query.package):
+        msg = "give a build id (see `wheelfarm plan`), or --local, or --package with flags"
+        raise PlanError(msg)
+    target = select(
+        matrix,
+        expansion,
+        package=query.package or DEMO_PACKAGE,
+        cuda=query.cuda or installed_cuda_tag(dict(os.environ)),
+        python=query.python or f"{sys.version_info[0]}.{sys.version_info[1]}",
+        platform=query.platform or host_platform(),
+        torch=query.torch,
+    )
+    if query.archs:
+        try:
+            archs = ArchList.parse(query.archs)
+        except ValueError as exc:
+            msg = f"--archs: {exc}"
+            raise PlanError(msg) from exc
+        build = dataclasses.replace(target.build, archs=archs)
+        target = dataclasses.replace(target, build=build)
+    return target
+
+
+def site_extras(
+    matrix: Matrix, expansion: Expansion, entries: list[WheelEntry]
+) -> dict[str, bytes]:
+    """Root files beside the index: the coverage chart, and the root's install helper."""
+    present = {build_id_from_wheel(e.filename) for e in entries}
+    extra = {"coverage.svg": svg(coverage(expansion, present)).encode()}
+    helper = matrix.root.install_helper
+    if helper.is_file():
+        extra["install.py"] = helper.read_bytes()
+    return extra
+
+
+@dataclass(frozen=True)
+class SiteSummary:
+    entries: list[WheelEntry]
+    result: SiteResult
+
+
+def _write_site(
+    matrix: Matrix,
+    expansion: Expansion,
+    entries: list[WheelEntry],
+    out: Path,
+    *,
+    files: list[LocalFile] | None,
+    title: str,
+    allow_removal: bool = False,
+) -> SiteSummary:
+    result = build_site(
+        entries,
+        out,
+        templates=matrix.root.templates,
+        files=files,
+        allow_removal=allow_removal,
+        title=title,
+        extra=site_extras(matrix, expansion, entries),
+    )
+    return SiteSummary(entries, result)
+
+
+def index_wheelhouse(
+    matrix: Matrix,
+    expansion: Expansion,
+    wheelhouse: Path,
+    out: Path,
+    *,
+    title: str,
+    allow_removal: bool = False,
+) -> SiteSummary:
+    """The site of a local wheelhouse (wheels copied under files/)."""
+    entries, files = from_wheelhouse(wheelhouse, matrix, yanked_versions(matrix))
+    return _write_site(
+        matrix, expansion, entries, out, files=files, title=title, allow_removal=allow_removal
+    )
+
+
+def index_releases(
+    matrix: Matrix,
+    expansion: Expansion,
+    client: GitHubClient,
+    out: Path,
+    *,
+    title: str,
+    allow_removal: bool = False,
+) -> SiteSummary:
+    """The site of a repository's releases (links to the assets; no wheel downloaded)."""
+    previous = {e.url: e for e in read_manifest(out).values()}
+    entries = ReleasesSource(client).entries(matrix, yanked_versions(matrix), previous)
+    logger.info("read %d wheels with %d API requests", len(entries), client.requests_made)
+    return _write_site(
+        matrix, expansion, entries, out, files=None, title=title, allow_removal=allow_removal
+    )
+
+
+@dataclass(frozen=True)
+class FarmResult:
+    plan: Plan
+    built: list[BuildResult]
+    site: SiteSummary
+    index_url: str
+
+
+def local_farm(
+    matrix: Matrix,
+    expansion: Expansion,
+    target: Target,
+    opts: BuildOptions,
+    *,
+    site: Path,
+    title: str,
+) -> FarmResult:
+    """Plan what this machine can build for the target's cell, build what `opts.out_dir` (the
+    local release store) lacks, write the site and return the index URL users point pip at."""
+    b = target.build
+    mine = Filters(
+        package=(b.package,),
+        cuda=(b.cuda,),
+        torch=(b.torch_minor or "*",),
+        python=(b.python,),
+        platform=(b.platform,),
+    )
+    store = opts.out_dir
+    existing = existing_build_ids(store if store.is_dir() else None)
+    plan = make_plan(matrix, expansion, filters=mine, existing=existing)
+    logger.info("[plan] %d to build, %d already in %s", len(plan.todo), len(plan.present), store)
+    built = [
+        run_build(target if todo.id == target.id else resolve(matrix, expansion, todo.id), opts)
+        for todo in plan.todo
+    ]
+    summary = index_wheelhouse(matrix, expansion, store, site, title=title)
+    logger.info(
+        "[index] %s: %d wheels, %d indexes", site, len(summary.entries), summary.result.combos
+    )
+    # a torch-free wheel is listed under every torch: point at the newest
+    torch = b.torch_minor or max((c.torch for c in b.covers), key=Version)
+    index_url = f"{site.resolve().as_uri()}/{b.cuda}/torch{torch}/"
+    return FarmResult(plan, built, summary, index_url)
