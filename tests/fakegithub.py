@@ -1,13 +1,26 @@
 """A local stand-in for GitHub's REST API (releases and assets), because GitHub cannot be reached
-here. It answers with the documented response shapes (docs.github.com/rest/releases): Link
-pagination at per_page, `digest` on assets, 404 for unknown tags, 422 past 1000 assets, and
-403 rate-limit answers with X-RateLimit-Reset when told to. Every request is logged."""
+here. It answers with the documented shapes and enforces the documented limits
+(docs.github.com/rest/releases, /rest/using-the-rest-api/rate-limits-for-the-rest-api):
+
+- Link pagination at per_page (at most 100), `digest` and `state` on assets, `label` kept;
+- 404 for unknown tags and assets, 422 for a tag that exists, a name that exists (`starter`
+  assets included) and past 1000 assets a release, 422 for an asset of 2 GiB or more;
+- primary limit: 1000 requests an hour for the token, X-RateLimit-* headers on every answer and
+  403 with X-RateLimit-Remaining: 0 past it;
+- secondary limit: 80 content-creating requests (POST, PATCH, PUT, DELETE) a minute and 500 an
+  hour, else 403 with Retry-After;
+- an upload told to break (`break_uploads`) drops the connection and leaves a `starter` asset.
+
+`scale` makes GitHub's hour pass that many times faster (wheelfarm's client reads the same
+factor from WHEELFARM_GITHUB_TIME_SCALE). Every request is logged with its time."""
 
 from __future__ import annotations
 
 import hashlib
 import http.server
 import json
+import math
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -15,6 +28,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlparse
+
+CONTENT_CREATING = {"POST", "PATCH", "PUT", "DELETE"}
+SCALE = "WHEELFARM_GITHUB_TIME_SCALE"  # the client reads the same variable
 
 
 @dataclass
@@ -24,10 +40,20 @@ class FakeGitHub:
     releases: list[dict[str, Any]] = field(default_factory=list)
     blobs: dict[int, bytes] = field(default_factory=dict)
     log: list[tuple[str, str]] = field(default_factory=list)
+    times: list[tuple[float, str]] = field(default_factory=list)  # (monotonic, method)
     rate_limited: dict[str, int] = field(default_factory=dict)  # path prefix -> 403s to send
+    break_uploads: set[str] = field(default_factory=set)  # names whose next upload breaks
     with_digest: bool = True
     max_assets: int = 1000
+    max_asset_bytes: int = 2 * 1024**3
+    scale: float = field(default_factory=lambda: float(os.environ.get(SCALE, "1")))
+    primary_limit: int = 1000
+    per_minute: int = 80
+    per_hour: int = 500
+    refused: int = 0  # answers that were a rate-limit refusal
+    lock: threading.Lock = field(default_factory=threading.Lock)
     _next_id: int = 1
+    _window: tuple[float, int] = (0.0, 0)  # primary window start (epoch), requests in it
 
     def new_id(self) -> int:
         self._next_id += 1
@@ -48,13 +74,21 @@ class FakeGitHub:
         self.releases.append(release)
         return release
 
-    def add_asset(self, release: dict[str, Any], name: str, data: bytes) -> dict[str, Any]:
+    def add_asset(
+        self,
+        release: dict[str, Any],
+        name: str,
+        data: bytes,
+        *,
+        label: str | None = None,
+        state: str = "uploaded",
+    ) -> dict[str, Any]:
         aid = self.new_id()
         asset = {
             "id": aid,
             "name": name,
-            "label": None,
-            "state": "uploaded",
+            "label": label,
+            "state": state,
             "content_type": "application/octet-stream",
             "size": len(data),
             "download_count": 0,
@@ -63,15 +97,62 @@ class FakeGitHub:
             "url": f"{self.base}/repos/{self.repo}/releases/assets/{aid}",
             "browser_download_url": f"{self.base}/download/{release['tag_name']}/{quote(name)}",
         }
-        if self.with_digest:
+        if self.with_digest and state == "uploaded":
             asset["digest"] = "sha256:" + hashlib.sha256(data).hexdigest()
         release["assets"].append(asset)
         self.blobs[aid] = data
         return asset
 
+    # --- accounting on the scaled clock -------------------------------------------------------
+    def hour(self) -> float:
+        return 3600 / self.scale
+
+    def max_content_per_hour(self) -> int:
+        """The most content-creating requests answered in any window of one (scaled) hour."""
+        stamps = [t for t, m in self.times if m in CONTENT_CREATING]
+        best, start = 0, 0
+        for end, t in enumerate(stamps):
+            while stamps[start] <= t - self.hour():
+                start += 1
+            best = max(best, end - start + 1)
+        return best
+
+    def limits(self, method: str) -> tuple[int, dict[str, str], str] | None:
+        """A refusal (status, headers, message) when this request breaks a limit, else None;
+        counts the request when it goes through."""
+        now, wall = time.monotonic(), time.time()
+        start, used = self._window
+        if wall >= start + self.hour():
+            start, used = wall, 0
+        reset = str(math.ceil(start + self.hour()))
+        headers = {
+            "X-RateLimit-Limit": str(self.primary_limit),
+            "X-RateLimit-Remaining": str(max(0, self.primary_limit - used - 1)),
+            "X-RateLimit-Reset": reset,
+            "X-RateLimit-Used": str(used + 1),
+            "X-RateLimit-Resource": "core",
+        }
+        if used >= self.primary_limit:
+            self._window = (start, used)
+            return 403, {**headers, "X-RateLimit-Remaining": "0"}, "API rate limit exceeded"
+        if method in CONTENT_CREATING:
+            recent = [t for t, m in self.times if m in CONTENT_CREATING and t > now - self.hour()]
+            minute = [t for t in recent if t > now - self.hour() / 60]
+            for window, limit, span in (
+                (minute, self.per_minute, self.hour() / 60),
+                (recent, self.per_hour, self.hour()),
+            ):
+                if len(window) >= limit:
+                    wait = max(1, math.ceil(window[-limit] + span - now))
+                    message = "You have exceeded a secondary rate limit"
+                    return 403, {**headers, "Retry-After": str(wait)}, message
+        self._window = (start, used + 1)
+        self.times.append((now, method))
+        return None
+
 
 def _page(items: list[Any], query: dict[str, list[str]], url: str) -> tuple[list[Any], str | None]:
-    per = int(query.get("per_page", ["30"])[0])
+    per = min(100, int(query.get("per_page", ["30"])[0]))
     page = int(query.get("page", ["1"])[0])
     chunk = items[(page - 1) * per : page * per]
     link = None
@@ -82,6 +163,8 @@ def _page(items: list[Any], query: dict[str, list[str]], url: str) -> tuple[list
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     fake: FakeGitHub
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # keep-alive answers go out whole, not 40 ms late
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass
@@ -108,19 +191,36 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         fake = self.fake
         parsed = urlparse(self.path)
         path, query = unquote(parsed.path), parse_qs(parsed.query)
-        fake.log.append((method, self.path))
-        for prefix, count in list(fake.rate_limited.items()):
-            if path.startswith(prefix) and count > 0:
-                fake.rate_limited[prefix] = count - 1
-                self._send(
-                    403,
-                    {"message": "API rate limit exceeded"},
-                    {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(time.time()) + 1)},
-                )
-                return
-        repo = f"/repos/{fake.repo}"
         length = int(self.headers.get("Content-Length") or 0)
+        if method == "POST" and path.startswith("/uploads") and length >= fake.max_asset_bytes:
+            self.close_connection = True
+            self._send(422, {"message": "Validation Failed", "errors": [{"code": "too_large"}]})
+            return
         body = self.rfile.read(length) if length else b""
+        with fake.lock:
+            fake.log.append((method, self.path))
+            if not path.startswith("/download/"):
+                refusal = fake.limits(method)
+                if refusal is not None:
+                    fake.refused += 1
+                    status, headers, message = refusal
+                    self._send(status, {"message": message}, headers)
+                    return
+            for prefix, count in list(fake.rate_limited.items()):
+                if path.startswith(prefix) and count > 0:
+                    fake.rate_limited[prefix] = count - 1
+                    reset = str(int(time.time()) + 1)
+                    self._send(
+                        403,
+                        {"message": "API rate limit exceeded"},
+                        {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset},
+                    )
+                    return
+            self._answer(method, path, query, body)
+
+    def _answer(self, method: str, path: str, query: dict[str, list[str]], body: bytes) -> None:
+        fake = self.fake
+        repo = f"/repos/{fake.repo}"
         if method == "GET" and path == f"{repo}/releases":
             items, link = _page(fake.releases, query, f"{fake.base}{path}")
             self._send(200, items, {"Link": link} if link else None)
@@ -129,10 +229,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             match = next((r for r in fake.releases if r["tag_name"] == tag), None)
             self._send(200, match) if match else self._send(404, {"message": "Not Found"})
         elif method == "POST" and path == f"{repo}/releases":
-            self._send(201, fake.add_release(json.loads(body)["tag_name"]))
+            tag = json.loads(body)["tag_name"]
+            if any(r["tag_name"] == tag for r in fake.releases):
+                errors = [{"resource": "Release", "code": "already_exists", "field": "tag_name"}]
+                self._send(422, {"message": "Validation Failed", "errors": errors})
+            else:
+                self._send(201, fake.add_release(tag))
         elif method == "GET" and path.startswith(f"{repo}/releases/assets/"):
-            aid = int(path.rsplit("/", 1)[-1])
-            self._send(200, raw=fake.blobs[aid])
+            asset = self._asset(int(path.rsplit("/", 1)[-1]))
+            if asset is None or asset["state"] != "uploaded":
+                self._send(404, {"message": "Not Found"})
+            else:
+                self._send(200, raw=fake.blobs[asset["id"]])
         elif method == "DELETE" and path.startswith(f"{repo}/releases/assets/"):
             aid = int(path.rsplit("/", 1)[-1])
             for r in fake.releases:
@@ -144,24 +252,37 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             items, link = _page(release["assets"], query, f"{fake.base}{path}")
             self._send(200, items, {"Link": link} if link else None)
         elif method == "POST" and path.startswith(f"/uploads{repo}/releases/"):
-            rid = int(path.split("/")[-2])
-            release = next(r for r in fake.releases if r["id"] == rid)
-            name = query["name"][0]
-            if any(a["name"] == name for a in release["assets"]):
-                self._send(
-                    422, {"message": "Validation Failed", "errors": [{"code": "already_exists"}]}
-                )
-            elif len(release["assets"]) >= fake.max_assets:
-                self._send(422, {"message": "Validation Failed", "errors": [{"code": "too_many"}]})
-            else:
-                self._send(201, fake.add_asset(release, name, body))
+            self._upload(int(path.split("/")[-2]), query, body)
         elif method == "GET" and path.startswith("/download/"):
             _, _, tag, name = path.split("/", 3)
-            release = next(r for r in fake.releases if r["tag_name"] == tag)
-            asset = next(a for a in release["assets"] if a["name"] == name)
-            self._send(200, raw=fake.blobs[asset["id"]])
+            release = next((r for r in fake.releases if r["tag_name"] == tag), None)
+            asset = next((a for a in (release or {}).get("assets", []) if a["name"] == name), None)
+            if asset is None or asset["state"] != "uploaded":
+                self._send(404, {"message": "Not Found"})
+            else:
+                self._send(200, raw=fake.blobs[asset["id"]])
         else:
             self._send(404, {"message": "Not Found"})
+
+    def _asset(self, aid: int) -> dict[str, Any] | None:
+        return next((a for r in self.fake.releases for a in r["assets"] if a["id"] == aid), None)
+
+    def _upload(self, rid: int, query: dict[str, list[str]], body: bytes) -> None:
+        fake = self.fake
+        release = next(r for r in fake.releases if r["id"] == rid)
+        name = query["name"][0]
+        label = query.get("label", [None])[0]
+        if any(a["name"] == name for a in release["assets"]):
+            errors = [{"resource": "ReleaseAsset", "code": "already_exists", "field": "name"}]
+            self._send(422, {"message": "Validation Failed", "errors": errors})
+        elif len(release["assets"]) >= fake.max_assets:
+            self._send(422, {"message": "Validation Failed", "errors": [{"code": "too_many"}]})
+        elif name in fake.break_uploads:
+            fake.break_uploads.discard(name)
+            fake.add_asset(release, name, body[: len(body) // 2], label=label, state="starter")
+            self.close_connection = True  # the connection drops: no answer at all
+        else:
+            self._send(201, fake.add_asset(release, name, body, label=label))
 
     def do_GET(self) -> None:
         self._route("GET")
@@ -178,6 +299,7 @@ def fake_github(fake: FakeGitHub | None = None) -> Iterator[FakeGitHub]:
     fake = fake or FakeGitHub()
     handler = type("Handler", (_Handler,), {"fake": fake})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
     fake.base = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -24,15 +24,17 @@ from wheelfarm.core.root import FarmRoot, find_root
 from wheelfarm.farm import (
     SiteSummary,
     TargetQuery,
+    check_artifacts,
     choose_target,
     index_releases,
     index_wheelhouse,
     local_farm,
+    publish_wheels,
 )
 from wheelfarm.github.actions import github_outputs, write_outputs
 from wheelfarm.github.client import GitHubClient
 from wheelfarm.github.pages import pages_url
-from wheelfarm.github.publish import Publisher, publish
+from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.coverage import coverage, markdown, write_docs
 from wheelfarm.index.serve import make_server
 from wheelfarm.matrix.expand import Expansion, expand
@@ -41,6 +43,7 @@ from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.plan import Filters, existing_build_ids, explain, make_plan, table, to_json
 from wheelfarm.matrix.toolkits import toolkit
 
+UPLOADS = os.environ.get("WHEELFARM_UPLOADS_URL", "https://uploads.github.com")
 Handler = Callable[[argparse.Namespace], int]
 Add = Callable[[str, Handler, str], argparse.ArgumentParser]
 logger = logging.getLogger("wheelfarm")
@@ -113,10 +116,22 @@ def _build_options(args: argparse.Namespace, *, local: bool, out: Path) -> Build
     )
 
 
+def _client(repo: str, args: argparse.Namespace) -> GitHubClient:
+    """The GitHub client for --api/--uploads; --deadline-minutes bounds its rate-limit waits."""
+    client = GitHubClient(repo, api=args.api, uploads=getattr(args, "uploads", UPLOADS))
+    minutes = getattr(args, "deadline_minutes", None)
+    if minutes is not None:
+        client.deadline = time.monotonic() + minutes * 60 / client.scale
+    return client
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     matrix, expansion = _grid(args)
-    existing = existing_build_ids(args.existing)
+    if args.existing_releases:
+        existing = ReleasesSource(_client(args.existing_releases, args)).build_ids()
+    else:
+        existing = existing_build_ids(args.existing)
     plan = make_plan(
         matrix, expansion, filters=_filters(args), existing=existing, max_jobs=args.max_jobs
     )
@@ -190,8 +205,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         folder = _path(args.wheelhouse, "--wheelhouse", folder=True)
         summary = index_wheelhouse(matrix, expansion, folder, args.out, **common)
     else:
-        client = GitHubClient(args.github, api=args.api)
-        summary = index_releases(matrix, expansion, client, args.out, **common)
+        summary = index_releases(matrix, expansion, _client(args.github, args), args.out, **common)
     _print_site(args.out, summary)
     return 0
 
@@ -233,13 +247,20 @@ def cmd_publish(args: argparse.Namespace) -> int:
     if not wheels:
         msg = f"no wheels in {str(folder)!r}: nothing to publish"
         raise UsageError(msg)
-    client = GitHubClient(args.repo, api=args.api, uploads=args.uploads)
-    report = publish(wheels, Publisher(client))
+    matrix, expansion = _grid(args)
+    if args.verify_only:
+        check_artifacts(matrix, expansion, wheels)
+        print(f"ok: {len(wheels)} artifacts are planned builds and pass verify")
+        return 0
+    report = publish_wheels(matrix, expansion, wheels, _client(args.repo, args))
     releases = ", ".join(sorted(report.releases)) or "-"
     print(
-        f"published {len(wheels)} wheels: {len(report.uploaded)} files uploaded, "
-        f"{len(report.skipped)} already there, releases: {releases}"
+        f"published {len(wheels) - len(report.left)} of {len(wheels)} wheels: "
+        f"{len(report.uploaded)} files uploaded, {len(report.skipped)} already there, "
+        f"releases: {releases}"
     )
+    if report.left:
+        print(f"stopped early, {len(report.left)} wheels left for the next run: {report.stopped}")
     return 0
 
 
@@ -331,6 +352,14 @@ def _add_build_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--python-exe", help="interpreter to build with (default: found by version)")
 
 
+def _add_api(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--api",
+        default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
+        help="GitHub API base URL (default $GITHUB_API_URL or GitHub's)",
+    )
+
+
 def _add_repo(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--repo",
@@ -344,9 +373,16 @@ def _matrix_commands(add: Add) -> None:
     """plan, validate: read the YAML."""
     p = add("plan", cmd_plan, "Expand the matrix and plan the builds that are missing.")
     _add_filters(p)
-    p.add_argument(
-        "--existing", type=Path, help="packages.json of the published index, or a folder of wheels"
+    existing = p.add_mutually_exclusive_group()
+    existing.add_argument(
+        "--existing", type=Path, help="packages.json of an index, or a folder of wheels"
     )
+    existing.add_argument(
+        "--existing-releases",
+        metavar="OWNER/REPO",
+        help="what the repository's Releases hold (the farm's source of truth)",
+    )
+    _add_api(p)
     p.add_argument("--max-jobs", type=int, help="jobs per shard (default farm.yaml, max 256)")
     p.add_argument("--format", choices=("table", "json", "github"), default="table")
     p.add_argument(
@@ -396,7 +432,7 @@ def _site_commands(add: Add) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--wheelhouse", type=Path, help="a folder of wheels (+ .build.json)")
     src.add_argument("--github", metavar="OWNER/REPO", help="read the repository's releases")
-    p.add_argument("--api", default="https://api.github.com", help="GitHub API base URL")
+    _add_api(p)
     p.add_argument("--out", type=Path, default=Path("site"))
     p.add_argument(
         "--allow-removal",
@@ -412,8 +448,24 @@ def _site_commands(add: Add) -> None:
     )
     p.add_argument("wheelhouse", type=Path)
     _add_repo(p)
-    p.add_argument("--api", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"))
-    p.add_argument("--uploads", default="https://uploads.github.com")
+    _add_api(p)
+    p.add_argument(
+        "--uploads",
+        default=UPLOADS,
+        help="upload URL base (default $WHEELFARM_UPLOADS_URL or GitHub's)",
+    )
+    p.add_argument(
+        "--deadline-minutes",
+        type=float,
+        help="stop cleanly (exit 0, the rest left for the next run) rather than wait for a "
+        "rate limit past this many minutes from now",
+    )
+    p.add_argument(
+        "--verify-only",
+        action="store_true",
+        help="check every artifact (a planned build, its record's hash, static verify); upload "
+        "nothing",
+    )
 
     p = add("coverage", cmd_coverage, "Built / missing wheels per package and platform.")
     p.add_argument("--existing", type=Path, help="packages.json of the index, or a wheelhouse")

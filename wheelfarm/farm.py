@@ -5,6 +5,7 @@ parses arguments, calls these and prints what they return."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import sys
@@ -13,17 +14,20 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from wheelfarm.builder.build import BuildOptions, BuildResult, run_build
+from wheelfarm.builder.build import BuildOptions, BuildResult, expectation, run_build
 from wheelfarm.builder.target import Target, resolve, select
 from wheelfarm.builder.toolchain import installed_cuda_tag
-from wheelfarm.core.errors import PlanError
+from wheelfarm.builder.verify import verify_static
+from wheelfarm.core.errors import PlanError, VerifyError
+from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import host_platform
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.github.client import GitHubClient
+from wheelfarm.github.publish import Publisher, PublishReport, publish
 from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.coverage import coverage, svg
 from wheelfarm.index.entries import WheelEntry
-from wheelfarm.index.site import SiteResult, build_site, read_manifest
+from wheelfarm.index.site import SiteResult, build_site
 from wheelfarm.index.sources import LocalFile, from_wheelhouse, yanked_versions
 from wheelfarm.matrix.expand import Expansion
 from wheelfarm.matrix.model import ArchList, Matrix
@@ -139,9 +143,8 @@ def index_releases(
     title: str,
     allow_removal: bool = False,
 ) -> SiteSummary:
-    """The site of a repository's releases (links to the assets; no wheel downloaded)."""
-    previous = {e.url: e for e in read_manifest(out).values()}
-    entries = ReleasesSource(client).entries(matrix, yanked_versions(matrix), previous)
+    """The site of a repository's releases (links to the assets; nothing downloaded)."""
+    entries = ReleasesSource(client).entries(matrix, yanked_versions(matrix))
     logger.info("read %d wheels with %d API requests", len(entries), client.requests_made)
     return _write_site(
         matrix, expansion, entries, out, files=None, title=title, allow_removal=allow_removal
@@ -191,3 +194,48 @@ def local_farm(
     torch = b.torch_minor or max((c.torch for c in b.covers), key=Version)
     index_url = f"{site.resolve().as_uri()}/{b.cuda}/torch{torch}/"
     return FarmResult(plan, built, summary, index_url)
+
+
+def check_artifacts(matrix: Matrix, expansion: Expansion, wheels: list[Path]) -> None:
+    """Before anything is attested or uploaded: each wheel is a planned build of this matrix
+    (so no build can plant a wheel under another package's name), its record's hash holds,
+    and the static verify passes. VerifyError lists every problem."""
+    problems: list[str] = []
+    for wheel in wheels:
+        try:
+            build_id = build_id_from_wheel(wheel.name)
+        except ValueError as exc:
+            problems.append(f"{wheel.name}: not a wheel name ({exc})")
+            continue
+        if build_id not in expansion.by_id:
+            problems.append(f"{wheel.name}: {build_id!r} is no planned build of this farm")
+            continue
+        record = wheel.with_name(wheel.name + ".build.json")
+        if record.is_file():
+            problems += _record_problems(wheel, record)
+        report = verify_static(wheel, expectation(resolve(matrix, expansion, build_id)))
+        problems += [f"{wheel.name}: {p}" for p in report.problems]
+    if problems:
+        heading = f"{len(problems)} problem(s) in {len(wheels)} artifacts; nothing was published"
+        raise VerifyError(heading, problems)
+
+
+def _record_problems(wheel: Path, record: Path) -> list[str]:
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+        recorded = data["wheel"]["sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [f"{record.name}: not a build record ({exc!r})"]
+    if recorded != sha256_file(wheel):
+        return [f"{wheel.name}: its bytes are not the ones its build record hashed"]
+    return []
+
+
+def publish_wheels(
+    matrix: Matrix, expansion: Expansion, wheels: list[Path], client: GitHubClient
+) -> PublishReport:
+    """Check every artifact, then publish (stopping cleanly at the client's deadline)."""
+    check_artifacts(matrix, expansion, wheels)
+    report = publish(wheels, Publisher(client))
+    logger.info("%d API requests, %d content-creating", client.requests_made, client.content_made)
+    return report

@@ -45,7 +45,8 @@ def test_plan_build_publish_index_install(
         api = ["--api", gh.base]
         published = wheelfarm("publish", dist, "--repo", gh.repo, *api, "--uploads",
                               f"{gh.base}/uploads", env=env)  # fmt: skip
-        assert "3 files uploaded" in published.stdout  # wheel, .metadata, .build.json
+        assert "2 files uploaded" in published.stdout  # wheel, .metadata (+ a records file)
+        assert any(a["name"].startswith("records-") for a in gh.releases[0]["assets"])
         site = tmp_path / "site"
         wheelfarm("index", "--github", gh.repo, *api, "--out", site, env=env)
         manifest = json.loads((site / "packages.json").read_text())
@@ -57,6 +58,8 @@ def test_plan_build_publish_index_install(
             installed = pip(py, "install", "--no-cache-dir", "--index-url",
                                        f"{url}cu130/torch2.14/", "wheelfarm-demo")  # fmt: skip
             assert installed.returncode == 0, installed.stderr
-    again = wheelfarm("plan", *FILTERS, "--existing", site / "packages.json", "--format", "json")
+        # the Releases, not the deployed site, say what exists
+        again = wheelfarm("plan", *FILTERS, "--existing-releases", gh.repo, *api,
+                          "--format", "json", env=env)  # fmt: skip
     plan = json.loads(again.stdout)
     assert plan["builds"] == [] and plan["present"] == [job["id"]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,12 @@ from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.site import build_site
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _fast_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GitHub's hour in 3.6 s, for the fake and the client alike: pacing is tested, not waited."""
+    monkeypatch.setenv("WHEELFARM_GITHUB_TIME_SCALE", "1000")
 
 
 def make_wheel(
@@ -56,9 +63,10 @@ def test_publish_twice_uploads_nothing_the_second_time(tmp_path: Path) -> None:
     assert uploads_after == uploads_before
     (release,) = gh.releases
     names = {a["name"] for a in release["assets"]}
-    assert "SHA256SUMS" in names
-    sums = gh.blobs[next(a["id"] for a in release["assets"] if a["name"] == "SHA256SUMS")].decode()
-    assert hashlib.sha256(wheels[0].read_bytes()).hexdigest() + "  " + wheels[0].name in sums
+    assert "SHA256SUMS" not in names  # every asset carries GitHub's digest instead
+    wheel_asset = next(a for a in release["assets"] if a["name"] == wheels[0].name)
+    assert wheel_asset["digest"] == "sha256:" + hashlib.sha256(wheels[0].read_bytes()).hexdigest()
+    assert wheel_asset["label"] == "Requires-Python >=3.10"
 
 
 def test_a_different_asset_with_the_same_name_is_refused(tmp_path: Path) -> None:
@@ -70,11 +78,14 @@ def test_a_different_asset_with_the_same_name_is_refused(tmp_path: Path) -> None
         rebuilt = make_wheel(
             tmp_path / "rebuilt", "demo-pkg", "1.0+cu130torch2.14", payload=b"rebuilt"
         )
+        other = make_wheel(tmp_path / "rebuilt", "demo-pkg", "1.0+cu130torch2.14", py="cp311")
         with pytest.raises(
             PublishError,
-            match=r"already published in release 'demo-pkg-v1\.0' with different bytes",
+            match=r"already published with different bytes: .* in release 'demo-pkg-v1\.0'.*"
+            r"Nothing was uploaded",
         ):
-            publish([rebuilt], pub)
+            publish([other, rebuilt], pub)
+        assert other.name not in {a["name"] for a in gh.releases[0]["assets"]}
         (release,) = gh.releases
         blob = gh.blobs[next(a["id"] for a in release["assets"] if a["name"] == wheel.name)]
     assert blob == wheel.read_bytes()  # nothing was overwritten
@@ -106,9 +117,10 @@ def test_index_reads_three_pages_of_assets_through_a_rate_limit(tmp_path: Path) 
     ]
     many = [make_wheel(house, f"pkg-{i:03d}", "2.0+cu126torch2.13") for i in range(105)]
     slept: list[float] = []
-    with fake_github(FakeGitHub(with_digest=False)) as gh:
+    with fake_github() as gh:
         pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
         publish(wheels, pub)
+        gh.with_digest = False  # a release from before GitHub added digests: SHA256SUMS instead
         big = gh.add_release("many-v2.0")
         for w in many:
             gh.add_asset(big, w.name, w.read_bytes())
@@ -144,3 +156,54 @@ def test_index_reads_three_pages_of_assets_through_a_rate_limit(tmp_path: Path) 
     assert result.combos == 2
     page = (tmp_path / "site" / "cu126" / "torch2.13" / "pkg-007" / "index.html").read_text()
     assert "%2Bcu126torch2.13" in page and 'data-core-metadata="sha256=' in page
+
+
+def test_a_broken_upload_leaves_a_starter_asset_that_the_publisher_clears(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14", payload=b"x" * 4096)
+    with fake_github(FakeGitHub(break_uploads={wheel.name})) as gh:
+        pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
+        report = publish([wheel], pub)
+        (release,) = gh.releases
+        mine = [a for a in release["assets"] if a["name"] == wheel.name]
+        deletes = [p for m, p in gh.log if m == "DELETE"]
+    assert wheel.name in report.uploaded
+    assert len(mine) == 1 and mine[0]["state"] == "uploaded"
+    assert gh.blobs[mine[0]["id"]] == wheel.read_bytes()
+    assert len(deletes) == 1  # the starter asset, and nothing that was whole
+
+
+def test_two_runs_creating_one_release_at_once(tmp_path: Path) -> None:
+    """The other run's POST won the race: ours gets 422 and uses theirs."""
+    wheel = make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14")
+
+    class Late(Publisher):
+        looks = 0
+
+        def find(self, tag: str) -> dict[str, Any] | None:
+            self.looks += 1
+            if self.looks <= 2:  # our looks before the other run created it
+                return None
+            return super().find(tag)
+
+    with fake_github() as gh:
+        gh.add_release("demo-pkg-v1.0")
+        pub = Late(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
+        report = publish([wheel], pub)
+    assert report.releases == {"demo-pkg-v1.0"} and len(gh.releases) == 1
+    assert ("POST", f"/repos/{gh.repo}/releases") in gh.log
+
+
+def test_the_index_reads_listings_only(tmp_path: Path) -> None:
+    """With digests and labels no asset is downloaded: pages of 100 assets are all it asks."""
+    wheels = [
+        make_wheel(tmp_path, f"pkg-{i:03d}", "2.0+cu126torch2.13", payload=str(i).encode())
+        for i in range(120)
+    ]
+    with fake_github() as gh:
+        client = GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t")
+        publish(wheels, Publisher(client))
+        reader = GitHubClient(gh.repo, api=gh.base, token="t")
+        entries = ReleasesSource(reader).entries(None, {})
+    assert len(entries) == 120
+    assert all(e.requires_python == ">=3.10" and e.metadata_sha256 for e in entries)
+    assert reader.requests_made == 2 + 120  # two pages of releases, one asset page each

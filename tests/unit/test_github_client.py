@@ -11,7 +11,7 @@ import requests
 
 from wheelfarm.core.errors import NetworkError, UsageError
 from wheelfarm.core.http import make_session
-from wheelfarm.github.client import GitHubClient
+from wheelfarm.github.client import BudgetExhaustedError, GitHubClient, Pacer
 
 
 class Replay:
@@ -76,7 +76,9 @@ def test_a_reset_past_max_wait_stops_with_when_to_rerun() -> None:
     waits: list[float] = []
     reset = str(int(time.time()) + 3000)
     session = Replay((403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}))
-    with pytest.raises(NetworkError, match=r"resets in \d+s, longer than the 600s"):
+    with pytest.raises(
+        BudgetExhaustedError, match=r"wait of \d+s ends past this job.s time budget"
+    ):
         client(session, waits, max_wait=600).call("GET", "https://api.invalid/x")
     assert waits == [] and session.calls == 1
 
@@ -105,3 +107,29 @@ def test_token_and_api_version_are_sent() -> None:
 def test_a_repository_that_is_not_owner_slash_name_is_a_usage_error(repo: str) -> None:
     with pytest.raises(UsageError, match="is not OWNER/REPO"):
         GitHubClient(repo)
+
+
+def test_pacer_keeps_under_both_secondary_limits() -> None:
+    """72 a minute (80 less 10 %), 450 an hour (500 less 10 %), on a virtual clock."""
+    now = [0.0]
+    pacer = Pacer(clock=lambda: now[0])
+    sent = []
+    for _ in range(1000):
+        now[0] += pacer.delay()
+        pacer.record()
+        sent.append(now[0])
+    per_minute = max(sum(1 for t in sent if s <= t < s + 60) for s in sent)
+    per_hour = max(sum(1 for t in sent if s <= t < s + 3600) for s in sent)
+    assert per_minute <= 72 and per_hour <= 450
+    assert sent[449] < 600 and sent[450] >= 3600  # the hour's budget at full speed, then a wait
+
+
+def test_a_pacing_wait_past_the_budget_stops_before_sending() -> None:
+    session, waits = Replay((201, {})), []
+    github = client(session, waits, max_wait=10)
+    github.pacer = Pacer(clock=lambda: 0.0)  # 72 requests this very minute already
+    github.pacer.sent.extend([0.0] * 72)
+    with pytest.raises(BudgetExhaustedError, match="secondary rate limit"):
+        github.call("POST", "https://uploads.invalid/x")
+    assert session.calls == 0 and waits == []
+    assert github.call("GET", "https://api.invalid/x").status_code == 201  # reads are not paced

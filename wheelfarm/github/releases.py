@@ -1,23 +1,28 @@
-"""Read what a repository published: every wheel asset of every release, as index entries. The
-sha256 comes from the asset's `digest`, else its build record, else the release's SHA256SUMS;
-the wheels themselves are never downloaded."""
+"""Read what a repository published: the Releases are the farm's source of truth, for the plan
+(what exists) and for the index (what to list). Everything comes from the asset listings, 100
+assets a request: a wheel's sha256 is its `digest`, its PEP 658 hash the `digest` of its
+`.metadata` asset, its Requires-Python the wheel asset's label, its cells its name. Assets from
+before digests existed fall back to the release's SHA256SUMS or the wheel's build record."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.wheelfile import parse_metadata
+from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.github.client import GitHubClient
+from wheelfarm.github.publish import REQUIRES_PYTHON, asset_sha256, uploaded
 from wheelfarm.index.entries import WheelEntry
 from wheelfarm.index.sources import Yanks, covers_for, with_yank
 from wheelfarm.matrix.model import Matrix
 
-SUMS = "SHA256SUMS"
+SUMS = "SHA256SUMS"  # written by publishers before digests; still read
 
 
 def parse_sha256sums(text: str) -> dict[str, str]:
@@ -43,72 +48,108 @@ class ReleasesSource:
     def releases(self) -> Iterator[dict[str, Any]]:
         yield from self.client.paginate(self.client.repo_url("releases?per_page=100"))
 
-    def assets(self, release: dict[str, Any]) -> list[dict[str, Any]]:
+    def assets(self, release: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Whole assets by name (a `starter` left by a broken upload is not published)."""
         url = self.client.repo_url(f"releases/{release['id']}/assets?per_page=100")
-        return list(self.client.paginate(url))
+        return {a["name"]: a for a in self.client.paginate(url) if uploaded(a)}
 
-    def entries(
-        self,
-        matrix: Matrix | None,
-        yanked: Yanks,
-        previous: dict[str, WheelEntry] | None = None,
-    ) -> list[WheelEntry]:
-        """Every wheel asset of every release; reuse `previous` entries whose asset is unchanged."""
-        previous = previous or {}
-        out = []
+    def wheel_assets(self) -> Iterator[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
+        """(release, its assets by name) for every release holding a wheel."""
         for release in self.releases():
             assets = self.assets(release)
-            by_name = {a["name"]: a for a in assets}
-            sums: dict[str, str] = {}
-            for asset in (a for a in assets if a["name"].endswith(".whl")):
-                # '+' in a path reaches some storage back ends as a space: always send %2B
-                url = asset["browser_download_url"].replace("+", "%2B")
-                old = previous.get(url)
-                if old is None or old.size != asset["size"]:
-                    if not sums and "digest" not in asset:
-                        sums = self._sums(by_name)
-                    old = self._entry(asset, url, by_name, sums, release, matrix)
-                out.append(with_yank(old, yanked))
+            if any(name.endswith(".whl") for name in assets):
+                yield release, assets
+
+    def build_ids(self) -> set[str]:
+        """Build ids of every published wheel: what the planner must not build again."""
+        return {
+            build_id_from_wheel(name)
+            for _, assets in self.wheel_assets()
+            for name in assets
+            if name.endswith(".whl")
+        }
+
+    def entries(self, matrix: Matrix | None, yanked: Yanks) -> list[WheelEntry]:
+        """Every published wheel as an index entry."""
+        out = []
+        for release, assets in self.wheel_assets():
+            legacy = _Legacy(self.client, assets)
+            for name, asset in assets.items():
+                if name.endswith(".whl"):
+                    out.append(
+                        with_yank(self._entry(release, asset, assets, legacy, matrix), yanked)
+                    )
         return out
 
     def _entry(
         self,
-        asset: dict[str, Any],
-        url: str,
-        by_name: dict[str, dict[str, Any]],
-        sums: dict[str, str],
         release: dict[str, Any],
+        asset: dict[str, Any],
+        assets: dict[str, dict[str, Any]],
+        legacy: _Legacy,
         matrix: Matrix | None,
     ) -> WheelEntry:
-        """One wheel asset: sha256 from its digest, build record or SHA256SUMS; metadata and
-        covered cells from its small sibling assets."""
         name = asset["name"]
-        record_asset = by_name.get(f"{name}.build.json")
-        record = json.loads(self.client.download(record_asset)) if record_asset else None
-        sha = (
-            (asset.get("digest") or "").removeprefix("sha256:")
-            or (record["wheel"]["sha256"] if record else None)
-            or sums.get(name)
-        )
+        sha = asset_sha256(asset) or legacy.sha256(name)
         if not sha:
             msg = (
                 f"{name} in release {release.get('tag_name')!r} has no digest, no build record "
                 f"and no SHA256SUMS line; republish it with `wheelfarm publish`"
             )
             raise SiteError(msg)
-        meta_asset = by_name.get(f"{name}.metadata")
-        meta = self.client.download(meta_asset) if meta_asset else None
+        meta = assets.get(f"{name}.metadata")
+        label = asset.get("label") or ""
+        requires = (
+            label.removeprefix(REQUIRES_PYTHON) if label.startswith(REQUIRES_PYTHON) else None
+        )
+        meta_sha = None
+        if meta is not None:
+            meta_sha = asset_sha256(meta)
+            if meta_sha is None or (requires is None and legacy.active):
+                data = self.client.download(meta)
+                meta_sha = hashlib.sha256(data).hexdigest()
+                requires = parse_metadata(data).get("requires_python")
         return WheelEntry(
             filename=name,
-            url=url,
+            url=asset["browser_download_url"].replace("+", "%2B"),  # '+' can arrive as ' '
             sha256=sha,
             size=asset["size"],
-            requires_python=parse_metadata(meta).get("requires_python") if meta else None,
-            metadata_sha256=hashlib.sha256(meta).hexdigest() if meta else None,
-            covers=covers_for(record, name, matrix),
+            requires_python=requires,
+            metadata_sha256=meta_sha,
+            covers=covers_for(legacy.record(name), name, matrix),
         )
 
-    def _sums(self, by_name: dict[str, dict[str, Any]]) -> dict[str, str]:
-        if SUMS not in by_name:
-            return {}
-        return parse_sha256sums(self.client.download(by_name[SUMS]).decode())
+
+@dataclass
+class _Legacy:
+    """What assets published before `digest` need: SHA256SUMS and per-wheel build records,
+    each downloaded once, and only when a wheel asset of the release lacks a digest."""
+
+    client: GitHubClient
+    assets: dict[str, dict[str, Any]]
+    _records: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+
+    @cached_property
+    def active(self) -> bool:
+        return any(n.endswith(".whl") and asset_sha256(a) is None for n, a in self.assets.items())
+
+    @cached_property
+    def sums(self) -> dict[str, str]:
+        asset = self.assets.get(SUMS)
+        text = self.client.download(asset).decode(errors="replace") if asset else ""
+        return parse_sha256sums(text)
+
+    def record(self, wheel: str) -> dict[str, Any] | None:
+        asset = self.assets.get(f"{wheel}.build.json")
+        if asset is None or not self.active:
+            return None
+        if wheel not in self._records:
+            data = json.loads(self.client.download(asset))
+            self._records[wheel] = data if isinstance(data, dict) else None
+        return self._records[wheel]
+
+    def sha256(self, wheel: str) -> str | None:
+        record = self.record(wheel)
+        if record is not None and isinstance(record.get("wheel"), dict):
+            return str(record["wheel"].get("sha256") or "") or None
+        return self.sums.get(wheel)
