@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from tests.roots import REPO
+from tests.workflows import run_block
 from wheelfarm.github.actions import JOB_KEYS, github_outputs
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
@@ -76,3 +77,37 @@ def test_hygiene(path: Path) -> None:
 def test_nothing_names_an_owner() -> None:
     for path in FILES:
         assert not re.search(r"github\.io/|github\.com/[A-Za-z0-9-]+/", path.read_text()), path.name
+
+
+def _workflow(name: str) -> dict[str, object]:
+    data = yaml.safe_load((WORKFLOWS / name).read_text())
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as True
+    return data
+
+
+def test_each_shard_publishes_when_its_builds_end_even_if_cancelled() -> None:
+    for name in ("build-linux.yml", "build-windows.yml"):
+        publish = _workflow(name)["jobs"]["publish"]  # type: ignore[index]
+        assert publish["needs"] == "build"
+        assert publish["if"] == "${{ always() }}"
+        assert publish["uses"] == "./.github/workflows/publish.yml"
+        build = _workflow(name)["jobs"]["build"]  # type: ignore[index]
+        assert build["permissions"] == {"contents": "read"}  # builds never write
+
+
+def test_farm_runs_one_at_a_time_per_repository_and_plans_from_releases() -> None:
+    farm = _workflow("farm.yml")
+    assert farm["concurrency"] == {
+        "group": "farm-${{ github.repository }}",
+        "cancel-in-progress": False,
+    }
+    plan = run_block("farm.yml", "plan", "plan")
+    assert "--existing-releases" in plan and "pages-url" not in plan
+
+
+def test_pages_deploys_from_the_default_branch_after_every_farm_run() -> None:
+    pages = _workflow("pages.yml")
+    trigger = pages["on"]["workflow_run"]  # type: ignore[index]
+    assert trigger == {"workflows": ["farm"], "types": ["completed"]}  # any conclusion
+    assert pages["jobs"]["deploy"]["environment"]["name"] == "github-pages"  # type: ignore[index]
+    assert "--github" in run_block("pages.yml", "index", "Build the index from Releases")
