@@ -18,7 +18,7 @@ from wheelfarm import __version__
 from wheelfarm.builder.build import BuildOptions, run_build, verify_wheel
 from wheelfarm.builder.envs import PIP_INDEX, default_cache
 from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
-from wheelfarm.core.errors import UsageError, WheelfarmError
+from wheelfarm.core.errors import ConfigError, UsageError, WheelfarmError
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.core.root import FarmRoot, find_root
 from wheelfarm.farm import (
@@ -34,6 +34,7 @@ from wheelfarm.farm import (
 from wheelfarm.github.actions import github_outputs, write_outputs
 from wheelfarm.github.client import GitHubClient
 from wheelfarm.github.pages import pages_url
+from wheelfarm.github.pulls import open_or_update
 from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.coverage import coverage, markdown, write_docs
 from wheelfarm.index.serve import make_server
@@ -42,6 +43,7 @@ from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.plan import Filters, existing_build_ids, explain, make_plan, table, to_json
 from wheelfarm.matrix.toolkits import toolkit
+from wheelfarm.watch import DEFAULT_INDEX, watch, write
 
 UPLOADS = os.environ.get("WHEELFARM_UPLOADS_URL", "https://uploads.github.com")
 Handler = Callable[[argparse.Namespace], int]
@@ -291,6 +293,28 @@ def cmd_pages_url(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_watch(args: argparse.Namespace) -> int:
+    root = _root(args)
+    result = watch(root, args.torch_index)
+    if args.summary:
+        args.summary.write_text(result.summary, encoding="utf-8")
+    if args.write and result.proposal.changed:
+        logger.info("wrote %s", write(root, result))
+    print(result.diff or "torch.yaml is up to date with the index", end="" if result.diff else "\n")
+    if result.proposal.needs:
+        raise ConfigError(result.proposal.needs)
+    return 0
+
+
+def cmd_pr(args: argparse.Namespace) -> int:
+    body = _path(args.body_file, "--body-file").read_text(encoding="utf-8")
+    url = open_or_update(
+        _client(args.repo, args), head=args.head, base=args.base, title=args.title, body=body
+    )
+    print(url)
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     root = _root(args)
     matrix = load_matrix(root)
@@ -481,6 +505,23 @@ def _site_commands(add: Add) -> None:
     p.add_argument("--bind", default="127.0.0.1")
 
 
+def _watch_commands(add: Add) -> None:
+    """watch, pr: a torch release becomes a pull request."""
+    p = add("watch", cmd_watch, "Work out the torch.yaml change a torch index implies.")
+    p.add_argument("--torch-index", default=DEFAULT_INDEX, help="the PyTorch wheel index")
+    p.add_argument("--dry-run", action="store_true", help="print the diff only (the default)")
+    p.add_argument("--write", action="store_true", help="write the change into torch.yaml")
+    p.add_argument("--summary", type=Path, help="write a Markdown summary (changes, plan)")
+
+    p = add("pr", cmd_pr, "Open or update the pull request from a branch.")
+    _add_repo(p)
+    _add_api(p)
+    p.add_argument("--head", required=True, help="the branch with the change")
+    p.add_argument("--base", default="main")
+    p.add_argument("--title", required=True)
+    p.add_argument("--body-file", type=Path, required=True)
+
+
 def _workflow_commands(add: Add) -> None:
     """toolkit, pages-url: facts the workflow scripts read."""
     p = add("toolkit", cmd_toolkit, "Print what to install for a CUDA tag (toolkits.yaml).")
@@ -524,6 +565,7 @@ def _parser() -> argparse.ArgumentParser:
     _build_commands(add)
     _site_commands(add)
     _workflow_commands(add)
+    _watch_commands(add)
     return parser
 
 

@@ -33,6 +33,11 @@ CASES = {
     ),
     "pages-url": (["pages-url", "--repo"], ["pages-url", "--repo", "o/r", "--root", MISSING]),
     "serve": (["serve", "--port", "eighty"], ["serve", MISSING]),
+    "watch": (["watch", "--torch-index"], ["watch", "--root", MISSING]),
+    "pr": (
+        ["pr", "--head"],
+        ["pr", "--repo", "o/r", "--head", "b", "--title", "t", "--body-file", MISSING],
+    ),
 }
 
 

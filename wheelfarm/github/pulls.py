@@ -1,0 +1,23 @@
+"""One pull request per automation branch: opened the first time, its text updated after."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wheelfarm.github.client import GitHubClient
+
+
+def open_or_update(client: GitHubClient, *, head: str, base: str, title: str, body: str) -> str:
+    """The URL of the open pull request from `head` into `base`, made or refreshed."""
+    owner = client.repo.split("/", 1)[0]
+    url = client.repo_url(f"pulls?state=open&head={owner}:{head}&base={base}")
+    found: list[dict[str, Any]] = list(client.paginate(url))
+    fields = {"title": title, "body": body}
+    if found:
+        number = found[0]["number"]
+        pull = client.json("PATCH", client.repo_url(f"pulls/{number}"), json=fields)
+    else:
+        pull = client.json(
+            "POST", client.repo_url("pulls"), json={**fields, "head": head, "base": base}
+        )
+    return str(pull["html_url"])
