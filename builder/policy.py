@@ -8,10 +8,9 @@ from fnmatch import fnmatchcase
 from functools import cache
 from pathlib import Path
 
-import yaml
-
 from wheelfarm.core.platforms import OsName
 from wheelfarm.core.root import FarmRoot
+from wheelfarm.matrix.load import parse_yaml
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class LibraryPolicy:
 
 @cache
 def _load(path: Path, os_name: OsName) -> LibraryPolicy:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data, _ = parse_yaml(path.read_text(encoding="utf-8"))
     return LibraryPolicy(
         tuple(data["provided"][os_name]),
         tuple(data["system"][os_name]),

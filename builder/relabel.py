@@ -8,6 +8,7 @@ from pathlib import Path
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
+from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import BuildError
 from wheelfarm.core.wheelfile import dist_info, read_files, write_wheel
 
@@ -23,11 +24,12 @@ def relabel(wheel: Path, label: str, out_dir: Path) -> Path:
         )
         raise BuildError(msg)
     new_version = Version(f"{version.public}+{label}")
-    files = read_files(wheel)
     try:
+        files = read_files(wheel)
         old_info = dist_info(list(files))
-    except ValueError as exc:
-        msg = f"{wheel.name}: {exc}"
+        meta = files[f"{old_info}/METADATA"].decode("utf-8")
+    except READ_ERRORS as exc:  # a damaged zip, no single .dist-info, no METADATA, not UTF-8
+        msg = f"{wheel.name}: not a wheel relabel can read ({exc!r}); see the compile log"
         raise BuildError(msg) from exc
     dist_name = old_info.removesuffix(".dist-info").rsplit("-", 1)[0]
     new_info = f"{dist_name}-{new_version}.dist-info"
@@ -35,7 +37,6 @@ def relabel(wheel: Path, label: str, out_dir: Path) -> Path:
     for n, data in files.items():
         top, _, rest = n.partition("/")
         renamed[f"{new_info}/{rest}" if top == old_info else n] = data
-    meta = renamed[f"{new_info}/METADATA"].decode("utf-8")
     lines = [
         f"Version: {new_version}" if line.startswith("Version:") else line
         for line in meta.split("\n")

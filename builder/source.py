@@ -3,15 +3,21 @@ and apply the package's declared patches."""
 
 from __future__ import annotations
 
+import gzip
+import io
 import shutil
+import stat
 import tarfile
 import zipfile
 from html.parser import HTMLParser
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import IO
 from urllib.parse import urldefrag, urljoin
 
-from packaging.utils import canonicalize_name, parse_sdist_filename
+from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
+from packaging.version import InvalidVersion
 
+from wheelfarm.core.archive import READ_ERRORS, Budget, Limits
 from wheelfarm.core.errors import BuildError
 from wheelfarm.core.http import download, make_session, request
 from wheelfarm.core.proc import call
@@ -19,6 +25,15 @@ from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.model import PackageVersion
 
 DEFAULT_SDIST_INDEX = "https://pypi.org/simple/"
+SDIST_LIMITS = Limits()
+_SDIST = (".tar.gz", ".zip")
+# git may fetch over https (the loader lets no other URL through) and from a local repository
+# (mirrors, tests); git itself refuses every other transport, so `ext::` never runs a command.
+_GIT_PROTOCOLS = (
+    *("-c", "protocol.allow=never"),
+    *("-c", "protocol.https.allow=always"),
+    *("-c", "protocol.file.allow=always"),
+)
 
 
 class _Links(HTMLParser):
@@ -47,35 +62,113 @@ def sdist_url(index: str, name: str, version: str) -> str:
     parser = _Links()
     parser.feed(html)
     for text, href in parser.links:
-        if not text.endswith((".tar.gz", ".zip")):
+        if not text.endswith(_SDIST):
             continue
-        sname, sversion = parse_sdist_filename(text)
-        if sname == canonicalize_name(name) and str(sversion) == version:
-            return urldefrag(urljoin(page, href)).url
+        try:
+            sname, sversion = parse_sdist_filename(text)
+        except (InvalidSdistFilename, InvalidVersion):
+            continue  # an index page may link anything; only sdist names count
+        url = urldefrag(urljoin(page, href)).url
+        # the URL's last segment names the cached file and picks the unpacker
+        if sname == canonicalize_name(name) and str(sversion) == version and url.endswith(_SDIST):
+            return url
     msg = f"no sdist of {name}=={version} on {page}; check the version in the package file"
     raise BuildError(msg)
 
 
-def _extract(archive: Path, dest: Path) -> Path:
-    """Unpack safely (no paths outside dest) and return the single top-level folder."""
+# A member's tar headers: 512 bytes, more for a long name (read whole, before the budget sees it).
+_HEADER_ALLOWANCE = 1024
+
+
+class _Capped(io.RawIOBase):
+    """A decompressed stream that refuses to go past `limit` bytes."""
+
+    def __init__(self, raw: io.BufferedIOBase, limit: int) -> None:
+        super().__init__()
+        self._raw, self._limit, self._left = raw, limit, limit
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1, /) -> bytes:
+        data = self._raw.read(size)
+        self._left -= len(data)
+        if self._left < 0:
+            msg = f"unpacks to more than {self._limit} bytes, headers included"
+            raise ValueError(msg)
+        return data
+
+
+def _write(dest: Path, name: str, data: IO[bytes] | None, *, executable: bool) -> None:
+    """One checked member below `dest`: a folder when `data` is None, else a file."""
+    target = dest.joinpath(*PurePosixPath(name).parts)
+    if data is None:
+        target.mkdir(parents=True, exist_ok=True)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("wb") as out:
+        shutil.copyfileobj(data, out)
+    if executable:
+        target.chmod(0o755)
+
+
+def _not_a_link(name: str, kind: str) -> ValueError:
+    return ValueError(
+        f"member {name!r} is a {kind}; the farm unpacks only files and folders "
+        f"(a link could point outside the work folder)"
+    )
+
+
+def _untar(archive: Path, dest: Path, budget: Budget) -> None:
+    """A .tar.gz read as one stream: each member checked, then written, before the next header
+    is read; the stream itself is capped, as tarfile reads long-name headers whole."""
+    limits = budget.limits
+    cap = limits.allowed(budget.archive_size) + _HEADER_ALLOWANCE * limits.max_members
+    with gzip.open(archive) as raw, tarfile.open(fileobj=_Capped(raw, cap), mode="r|") as tf:
+        for member in tf:
+            if not (member.isfile() or member.isdir()):
+                kind = "symlink" if member.issym() else "hardlink" if member.islnk() else "device"
+                raise _not_a_link(member.name, kind)
+            budget.admit(member.name, member.size)
+            data = tf.extractfile(member) if member.isfile() else None
+            _write(dest, member.name, data, executable=bool(member.mode & 0o100))
+
+
+def _unzip(archive: Path, dest: Path, budget: Budget) -> None:
+    """A zip: every entry of its central directory checked, then written; a member never
+    yields more than the size its entry declares."""
+    with zipfile.ZipFile(archive) as zf:
+        infos = zf.infolist()
+        for info in infos:
+            if stat.S_ISLNK(info.external_attr >> 16):
+                raise _not_a_link(info.filename, "symlink")
+            budget.admit(info.filename, info.file_size)
+        for info in infos:
+            if info.is_dir():
+                _write(dest, info.filename, None, executable=False)
+                continue
+            with zf.open(info) as data:
+                executable = bool(info.external_attr >> 16 & 0o100)
+                _write(dest, info.filename, data, executable=executable)
+
+
+def _extract(archive: Path, dest: Path, limits: Limits = SDIST_LIMITS) -> Path:
+    """Unpack an sdist below `dest` and return its single top-level folder. Only files and
+    folders with relative names are written, within `limits`; anything else is a BuildError
+    that names the archive and the member."""
     dest.mkdir(parents=True)
-    if archive.name.endswith(".zip"):
-        with zipfile.ZipFile(archive) as zf:
-            for member in zf.namelist():
-                if member.startswith("/") or ".." in Path(member).parts:
-                    msg = f"{archive.name}: unsafe path {member!r} in archive"
-                    raise BuildError(msg)
-            zf.extractall(dest)  # noqa: S202 - members checked above
-    else:
-        with tarfile.open(archive) as tf:
-            if hasattr(tarfile, "data_filter"):
-                tf.extractall(dest, filter="data")
-            else:  # Python without PEP 706 filters: check by hand
-                for m in tf.getmembers():
-                    if m.name.startswith("/") or ".." in Path(m.name).parts or m.issym():
-                        msg = f"{archive.name}: unsafe member {m.name!r} in archive"
-                        raise BuildError(msg)
-                tf.extractall(dest)  # noqa: S202 - members checked above
+    budget = Budget(limits, archive.stat().st_size)
+    try:
+        if archive.name.endswith(".zip"):
+            _unzip(archive, dest, budget)
+        else:
+            _untar(archive, dest, budget)
+    except READ_ERRORS as exc:
+        msg = (
+            f"cannot unpack {archive.name}: {exc} (unsafe or damaged; it is the sdist the "
+            f"package file pins by sha256: check that version upstream)"
+        )
+        raise BuildError(msg) from exc
     tops = [p for p in dest.iterdir() if p.is_dir()]
     return tops[0] if len(tops) == 1 else dest
 
@@ -102,10 +195,8 @@ def fetch(
     elif s.git is not None and s.commit is not None:
         call(["git", "init", "--quiet", src_root], log=log)
         # `--` ends the options: a URL or commit from YAML is never read as one
-        call(
-            ["git", "-C", src_root, "fetch", "--quiet", "--depth", "1", "--", s.git, s.commit],
-            log=log,
-        )
+        git_fetch = ["fetch", "--quiet", "--depth", "1", "--", s.git, s.commit]
+        call(["git", *_GIT_PROTOCOLS, "-C", src_root, *git_fetch], log=log)
         call(["git", "-C", src_root, "checkout", "--quiet", "FETCH_HEAD"], log=log)
         tree = src_root
     elif s.path is not None:

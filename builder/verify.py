@@ -6,16 +6,19 @@ libraries); the import check installs it into a fresh venv beside the target's t
 
 from __future__ import annotations
 
+import email.parser
 import re
 import zipfile
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.tags import parse_tag
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from wheelfarm.builder.binary import BinaryInfo, inspect_binary
 from wheelfarm.builder.policy import LibraryPolicy
+from wheelfarm.core.archive import READ_ERRORS, Budget, GiB, Limits, unsafe_reason
 from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.wheelfile import dist_info, parse_metadata, record_problems
 from wheelfarm.core.wheelname import python_tag
@@ -23,6 +26,8 @@ from wheelfarm.matrix.model import ArchList
 
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_")
 _BINARY_SUFFIXES = (".so", ".pyd", ".dll")
+# A CUDA wheel for many archs unpacks to hundreds of MB; verify reads one member at a time.
+WHEEL_LIMITS = Limits(max_bytes=4 * GiB)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,32 +135,89 @@ def _check_binary(
             )
 
 
+def _check_members(wheel: Path, zf: zipfile.ZipFile, report: Report) -> bool:
+    """Member names and sizes, from the zip's directory before any member is read: a name pip
+    would write outside site-packages, a name twice, the limits. False when the wheel must not
+    be read further."""
+    budget = Budget(WHEEL_LIMITS, wheel.stat().st_size)
+    seen: set[str] = set()
+    safe = True
+    for info in zf.infolist():
+        name = info.filename
+        reason = unsafe_reason(name)
+        if reason is not None:
+            report.problems.append(f"member {name!r} {reason}: pip would not install it safely")
+            safe = False
+        if name in seen:
+            report.problems.append(f"member {name!r} appears twice: pip installs only one of them")
+        seen.add(name)
+        try:
+            budget.charge(name, info.file_size)
+        except ValueError as exc:
+            report.problems.append(f"{exc}: not read further")
+            return False
+    return safe
+
+
+def _check_wheel_file(wheel: Path, zf: zipfile.ZipFile, report: Report) -> None:
+    """.dist-info/WHEEL exists, is version 1 and lists exactly the file name's tags (pip and
+    uv pick a wheel by its name and install it by WHEEL)."""
+    try:
+        path = f"{dist_info(zf.namelist())}/WHEEL"
+    except ValueError:
+        return  # no single .dist-info: the METADATA check reports it
+    if path not in zf.namelist():
+        report.problems.append(f"{path} is missing: every wheel carries one (PEP 427)")
+        return
+    fields = email.parser.BytesParser().parsebytes(zf.read(path))
+    version = str(fields.get("Wheel-Version", ""))
+    if version.split(".", maxsplit=1)[0] != "1":
+        report.problems.append(f"{path}: Wheel-Version {version!r}, installers read 1.x only")
+    try:
+        listed = {tag for line in fields.get_all("Tag", []) for tag in parse_tag(str(line))}
+    except ValueError as exc:  # a tag of fewer than three parts
+        report.problems.append(f"{path}: unreadable Tag: {exc}")
+        return
+    named = parse_wheel_filename(wheel.name)[3]
+    if listed != named:
+        report.problems.append(
+            f"{path}: tags {sorted(map(str, listed))} differ from the file name's "
+            f"{sorted(map(str, named))}"
+        )
+
+
 def verify_static(wheel: Path, want: Expectation) -> Report:
     """Every check that reads only the wheel file; an unreadable wheel is one problem."""
     report = Report()
     try:
         _check_name(wheel, want, report)
         with zipfile.ZipFile(wheel) as zf:
-            _check_contents(wheel, zf, want, report)
-    except (InvalidWheelFilename, zipfile.BadZipFile, OSError, ValueError) as exc:
+            if _check_members(wheel, zf, report):
+                _check_contents(wheel, zf, want, report)
+    except READ_ERRORS as exc:
         report.problems.append(f"cannot read {wheel.name}: {exc}")
     return report
 
 
 def _check_contents(wheel: Path, zf: zipfile.ZipFile, want: Expectation, report: Report) -> None:
-    """METADATA, RECORD, vendored libraries and every binary's archs, libraries and glibc."""
+    """WHEEL, METADATA, RECORD, vendored libraries and every binary's archs, libraries and
+    glibc."""
+    _check_wheel_file(wheel, zf, report)
     _check_metadata(wheel, zf, report)
     binaries = [n for n in zf.namelist() if _is_binary(n)]
+    for entry in binaries:  # anywhere in the wheel: torch/lib/libc10.so is no better than .libs
+        if want.policy.is_provided(_unmangle(PurePosixPath(entry).name)):
+            report.problems.append(
+                f"ships {entry}: torch/CUDA provide it at import; a second copy breaks "
+                f"the ABI (exclude it in repair)"
+            )
     vendored = {
         PurePosixPath(n).name for n in binaries if PurePosixPath(n).parent.name.endswith(".libs")
     }
     for lib in sorted(vendored):
-        if want.policy.is_provided(_unmangle(lib)):
-            report.problems.append(
-                f"vendors {lib}: torch/CUDA provide it at import; "
-                f"vendoring breaks the ABI (exclude it in repair)"
-            )
-        elif not any(fnmatchcase(lib, p) for p in want.vendor_allow):
+        if not want.policy.is_provided(_unmangle(lib)) and not any(
+            fnmatchcase(lib, p) for p in want.vendor_allow
+        ):
             report.problems.append(f"vendors {lib}, which the package's vendor_allow does not list")
     floor = _MANYLINUX.match(wheel.name.rsplit("-", 1)[-1])
     device = 0

@@ -17,6 +17,7 @@ from wheelfarm.core.wheelname import build_id
 from wheelfarm.matrix.model import Matrix
 
 SAFE_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_INTERPRETER = re.compile(r"^[a-z]{2}([0-9])([0-9]+)$")  # 'cp312': Python 3.12
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,16 +88,41 @@ class WheelEntry:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WheelEntry:
-        return cls(
-            filename=data["filename"],
-            url=data["url"],
-            sha256=data["sha256"],
-            size=data["size"],
-            requires_python=data.get("requires_python"),
-            metadata_sha256=data.get("metadata_sha256"),
-            yanked=data.get("yanked"),
-            covers=tuple(Covered(**c) for c in data.get("covers", [])),
-        )
+        """One wheel of a packages.json; a ValueError says what is missing or of the wrong
+        type (a site's manifest is read back from disk, where anything can be)."""
+        try:
+            entry = cls(
+                filename=_field(data, "filename", str),
+                url=_field(data, "url", str),
+                sha256=_field(data, "sha256", str),
+                size=_field(data, "size", int),
+                requires_python=_field(data, "requires_python", str, optional=True),
+                metadata_sha256=_field(data, "metadata_sha256", str, optional=True),
+                yanked=_field(data, "yanked", str, optional=True),
+                covers=tuple(
+                    Covered(
+                        **{a: _field(c, a, str) for a in ("cuda", "torch", "python", "platform")}
+                    )
+                    for c in _field(data, "covers", list, optional=True) or ()
+                ),
+            )
+            _ = entry._parsed  # a wheel file name, or InvalidWheelFilename (a ValueError)
+        except (KeyError, TypeError) as exc:
+            msg = f"not a packages.json wheel entry: {exc}"
+            raise ValueError(msg) from exc
+        return entry
+
+
+def _field(data: object, key: str, kind: type[Any], *, optional: bool = False) -> Any:  # noqa: ANN401 - the kind asked for
+    """data[key], checked to be a `kind` (or absent or null when optional)."""
+    if not isinstance(data, dict):
+        msg = f"expected an object, got {type(data).__name__}"
+        raise TypeError(msg)
+    value = data.get(key) if optional else data[key]
+    if not (isinstance(value, kind) or (optional and value is None)):
+        msg = f"{key!r} is {type(value).__name__}, expected {kind.__name__}"
+        raise TypeError(msg)
+    return value
 
 
 def read_label(local: str | None) -> Label | None:
@@ -121,8 +147,9 @@ def covers_from_name(filename: str, matrix: Matrix | None) -> tuple[Covered, ...
     tag = min(tags, key=str)
     platform = platform_family(tag.platform)
     label = read_label(version.local)
-    if label is None or platform is None:
-        return ()
+    python = _INTERPRETER.match(tag.interpreter)
+    if label is None or platform is None or python is None:
+        return ()  # not a farm wheel, or a Python tag without a minor ('py3'): no cell
     cuda, torch, stable = label.cuda, label.torch, label.stable
     releases = [
         r for r in (matrix.releases if matrix else ()) if platform in r.builds.get(cuda, ())
@@ -137,11 +164,13 @@ def covers_from_name(filename: str, matrix: Matrix | None) -> tuple[Covered, ...
     out = []
     for t in torches:
         release = next((r for r in releases if r.minor == t), None)
+        floor = f"{python[1]}.{python[2]}"
         if tag.abi == "abi3":
-            floor = Version(f"{tag.interpreter[2]}.{tag.interpreter[3:]}")
-            pythons = [p for p in (release.pythons() if release else ()) if Version(p) >= floor]
+            pythons = [
+                p for p in (release.pythons() if release else ()) if Version(p) >= Version(floor)
+            ]
         else:
-            pythons = [f"{tag.interpreter[2]}.{tag.interpreter[3:]}"]
+            pythons = [floor]
         out += [Covered(cuda=cuda, torch=t, python=p, platform=platform) for p in pythons]
     return tuple(out)
 

@@ -65,14 +65,19 @@ def read_manifest(out: Path) -> dict[str, WheelEntry]:
     path = out / MANIFEST
     if not path.is_file():
         return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("version") != MANIFEST_VERSION:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        version = data.get("version")
+        if version == MANIFEST_VERSION:
+            return {w["filename"]: WheelEntry.from_json(w) for w in data["wheels"]}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         msg = (
-            f"{path}: manifest version {data.get('version')!r}, this wheelfarm reads "
-            f"{MANIFEST_VERSION}"
+            f"{path}: not a wheelfarm packages.json ({exc!r}); restore the published one or "
+            f"delete it"
         )
-        raise SiteError(msg)
-    return {w["filename"]: WheelEntry.from_json(w) for w in data["wheels"]}
+        raise SiteError(msg) from exc
+    msg = f"{path}: manifest version {version!r}, this wheelfarm reads {MANIFEST_VERSION}"
+    raise SiteError(msg)
 
 
 class _Writer:

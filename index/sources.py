@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.wheelfile import parse_metadata, read_metadata_bytes
@@ -25,12 +26,35 @@ def covers_for(
     record: dict[str, Any] | None, filename: str, matrix: Matrix | None
 ) -> tuple[Covered, ...]:
     """The cells a wheel serves: from its build record, else read from its name."""
-    if record and record.get("target", {}).get("covers"):
+    return record_covers(record) or covers_from_name(filename, matrix)
+
+
+def record_covers(record: dict[str, Any] | None) -> tuple[Covered, ...]:
+    """The cells a build record lists (none when it lists none); ValueError for a record of
+    the wrong shape."""
+    try:
         return tuple(
-            Covered(cuda=c["cuda"], torch=c["torch"], python=c["python"], platform=c["platform"])
-            for c in record["target"]["covers"]
+            Covered(**{axis: str(c[axis]) for axis in ("cuda", "torch", "python", "platform")})
+            for c in (record or {}).get("target", {}).get("covers") or ()
         )
-    return covers_from_name(filename, matrix)
+    except (KeyError, TypeError, AttributeError) as exc:
+        msg = f"target.covers is not a list of {{cuda, torch, python, platform}} ({exc!r})"
+        raise ValueError(msg) from exc
+
+
+def _record(path: Path) -> dict[str, Any] | None:
+    """A wheel's build record, or None when it has none."""
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_bytes())
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        msg = f"not JSON ({exc})"
+        raise ValueError(msg) from exc
+    if not isinstance(record, dict) or not isinstance(record.get("target", {}), dict):
+        msg = "not a build record (a JSON object with a 'target' object)"
+        raise ValueError(msg)  # noqa: TRY004 - callers catch ValueError for every bad record
+    return record
 
 
 @dataclass(frozen=True)
@@ -52,17 +76,25 @@ def from_wheelhouse(
     entries, files = [], []
     for wheel in sorted(folder.glob("*.whl")):
         record_path = wheel.with_name(wheel.name + ".build.json")
-        record = json.loads(record_path.read_text()) if record_path.is_file() else None
-        meta = read_metadata_bytes(wheel)
-        entry = WheelEntry(
-            filename=wheel.name,
-            url=f"{FILES_DIR}/{quote(wheel.name)}",
-            sha256=sha256_file(wheel),
-            size=wheel.stat().st_size,
-            requires_python=parse_metadata(meta).get("requires_python"),
-            metadata_sha256=hashlib.sha256(meta).hexdigest(),
-            covers=covers_for(record, wheel.name, matrix),
-        )
+        try:
+            listed = record_covers(_record(record_path))
+        except ValueError as exc:
+            msg = f"{record_path}: {exc}; rebuild the wheel or delete the record"
+            raise SiteError(msg) from exc
+        try:
+            meta = read_metadata_bytes(wheel)
+            entry = WheelEntry(
+                filename=wheel.name,
+                url=f"{FILES_DIR}/{quote(wheel.name)}",
+                sha256=sha256_file(wheel),
+                size=wheel.stat().st_size,
+                requires_python=parse_metadata(meta).get("requires_python"),
+                metadata_sha256=hashlib.sha256(meta).hexdigest(),
+                covers=listed or covers_from_name(wheel.name, matrix),
+            )
+        except READ_ERRORS as exc:
+            msg = f"{wheel}: not a readable farm wheel ({exc}); rebuild it or remove it"
+            raise SiteError(msg) from exc
         entries.append(with_yank(entry, yanked))
         files += [
             LocalFile(wheel.name, source=wheel),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
+import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -18,7 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from referencing import Registry, Resource
 
-from wheelfarm.core.errors import ConfigError
+from wheelfarm.core.errors import ConfigError, UsageError
 from wheelfarm.core.label import cuda_version
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.core.root import FarmRoot
@@ -36,16 +38,123 @@ from wheelfarm.matrix.model import (
     TorchRelease,
 )
 
+# Input bounds. The shipped files are a few KB and nest six levels deep; anything far past that
+# is a mistake or an attack, and PyYAML composes recursively, so depth is bounded before it is.
+MAX_FILE_BYTES = 1 << 20
+MAX_DEPTH = 32
+MAX_PROBLEMS = 200  # past this the maintainer fixes the first ones and runs validate again
+MAX_LINE = 400  # one problem line; a value is shown clipped
+
+_STR = "tag:yaml.org,2002:str"
+
 
 @dataclass
 class _Collector:
-    """Gathers problems across files so the maintainer fixes them all in one pass."""
+    """Gathers problems across files so the maintainer fixes them all in one pass: each one
+    line, and no more than MAX_PROBLEMS of them."""
 
     problems: list[str] = field(default_factory=list)
+    dropped: int = 0
 
     def add(self, file: Path, line: int, key: str, message: str) -> None:
         where = f"{file}:{line}" if line else str(file)
-        self.problems.append(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+        text = f"{where}: {key}: {message}" if key else f"{where}: {message}"
+        text = " ".join(text.splitlines())
+        if len(self.problems) >= MAX_PROBLEMS:
+            self.dropped += 1
+        else:
+            self.problems.append(_short(text))
+
+    @property
+    def total(self) -> int:
+        """Every problem found, shown or not."""
+        return len(self.problems) + self.dropped
+
+    def report(self) -> list[str]:
+        more = [f"... and {self.dropped} more problems: fix these first"] if self.dropped else []
+        return self.problems + more
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """Valid YAML the farm refuses: an alias, a duplicate or non-string key, deep nesting."""
+
+    def __init__(self, problem: str, mark: yaml.Mark | None) -> None:
+        super().__init__(problem=problem, problem_mark=mark)
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader minus what the farm's YAML never needs and an attacker or a slip uses:
+    aliases (13 lines can expand to gigabytes), duplicate keys (the second silently wins),
+    keys that are not strings (`12.8:` is a float) and nesting past MAX_DEPTH."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:  # noqa: ANN401 - PyYAML's own signature
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # PyYAML's stubs leave it untyped
+        if isinstance(event, yaml.AliasEvent):
+            msg = (
+                f"alias *{event.anchor} refused: write the value out "
+                f"(aliases can expand a few lines into gigabytes)"
+            )
+            raise _Refused(msg, cast("yaml.Mark", event.start_mark))
+        if self._depth >= MAX_DEPTH:
+            msg = f"nested deeper than {MAX_DEPTH} levels; the farm's files need a handful"
+            raise _Refused(msg, cast("yaml.Mark", event.start_mark))
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:  # noqa: ANN401, FBT001, FBT002 - PyYAML's own signature
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as exc:  # e.g. `2024-13-01` read as a date
+            kind = node.tag.rsplit(":", 1)[-1]
+            msg = f"{_clip(node.value)} cannot be read as a {kind} ({exc}); quote it"
+            raise _Refused(msg, node.start_mark) from exc
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:  # noqa: FBT001, FBT002 - PyYAML's own signature
+        first: dict[str, int] = {}
+        for key, _ in node.value:
+            if not (isinstance(key, yaml.ScalarNode) and key.tag == _STR):
+                msg = f'key {_clip(key.value)} is not a string: quote it (e.g. "12.8":)'
+                raise _Refused(msg, key.start_mark)
+            if key.value in first:
+                msg = (
+                    f"duplicate key {key.value!r} (first on line {first[key.value]}); the second "
+                    f"would silently replace the first: keep one"
+                )
+                raise _Refused(msg, key.start_mark)
+            first[key.value] = key.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
+    """The value and node tree of one YAML document, read with the farm's strict rules (see
+    _StrictLoader); raises yaml.YAMLError. Other readers of the farm's YAML should use it too."""
+    loader = _StrictLoader(text)
+    try:
+        tree = loader.get_single_node()
+        return (loader.construct_document(tree) if tree is not None else None), tree
+    finally:
+        loader.dispose()
+
+
+def _short(text: str, limit: int = MAX_LINE) -> str:
+    """`text` cut to `limit` characters: a message repeats a value, never a megabyte of it.
+
+    >>> _short("x" * 10, 8), _clip("x" * 100, 10)
+    ('xxxxx...', "'xxxxxx...")
+    """
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _clip(value: object, limit: int = 80) -> str:
+    """Repr of a value from the input, cut short."""
+    return _short(repr(value), limit)
 
 
 @cache
@@ -112,8 +221,17 @@ def _schema_problems(
         allowed = [str(v) for v in cast("list[Any]", error.validator_value)]
         hint = difflib.get_close_matches(str(error.instance), allowed, n=1)
         tip = f"; did you mean {hint[0]!r}?" if hint else ""
-        yield line, key, f"{error.instance!r} is not allowed (allowed: {', '.join(allowed)}){tip}"
+        yield (
+            line,
+            key,
+            f"{_clip(error.instance)} is not allowed (allowed: {', '.join(allowed)}){tip}",
+        )
     elif error.validator == "oneOf" and path and path[-1] == "source":
+        chosen = _chosen_form(error)
+        if chosen:
+            for sub in chosen:
+                yield from _schema_problems(sub, tree)
+            return
         forms = cast("list[dict[str, Any]]", error.validator_value)
         known = sorted({k for form in forms for k in form.get("properties", {})})
         instance = error.instance if isinstance(error.instance, dict) else {}
@@ -125,7 +243,7 @@ def _schema_problems(
         yield (
             line,
             key,
-            f"{error.instance!r} is not a source: use {{sdist: NAME, sha256: HEX}}, "
+            f"{_clip(error.instance)} is not a source: use {{sdist: NAME, sha256: HEX}}, "
             "{git: URL, commit: SHA40} or {path: FOLDER}"
             + (f" ({'; '.join(hints)})" if hints else ""),
         )
@@ -136,8 +254,23 @@ def _schema_problems(
             _dotted([*path, missing]),
             "missing: this key is required (see matrix/schema/package.schema.json)",
         )
+    elif error.validator == "pattern":
+        why = cast("dict[str, Any]", error.schema).get("description")  # the rule in words
+        rule = why or f"the pattern {error.validator_value}"
+        yield line, key, f"{_clip(error.instance)} does not match {rule}"
     else:
-        yield line, key, f"{error.instance!r}: {error.message}"
+        yield line, key, _short(error.message)
+
+
+def _chosen_form(error: ValidationError) -> list[ValidationError]:
+    """For a source that fits no form: the errors of the form whose required keys it has, so a
+    git source with a bad URL hears about the URL, not about every form there is."""
+    forms = cast("list[dict[str, Any]]", error.validator_value)
+    have = set(error.instance) if isinstance(error.instance, dict) else set()
+    for i, form in enumerate(forms):
+        if set(form.get("required", ())) <= have:
+            return [e for e in error.context or () if e.relative_schema_path[0] == i]
+    return []
 
 
 def _read(
@@ -145,24 +278,33 @@ def _read(
 ) -> tuple[Any, yaml.Node | None]:
     """Parse one file; schema errors are collected, a YAML syntax error stops that file only."""
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            errors.add(path, 0, "", f"larger than {MAX_FILE_BYTES} bytes; split it or trim it")
+            return None, None
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        errors.add(path, 0, "", f"cannot read it: {exc}")
+    except UnicodeDecodeError as exc:
+        errors.add(path, 0, "", f"not UTF-8 ({exc.reason} at byte {exc.start}): save it as UTF-8")
+        return None, None
+    except OSError as exc:
+        errors.add(path, 0, "", f"cannot read it: {exc.strerror or exc}")
         return None, None
     try:
-        tree = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data, tree = parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        errors.add(path, mark.line + 1 if mark else 0, "", f"YAML syntax error: {exc}")
+        problem = getattr(exc, "problem", None) or str(exc)
+        context = getattr(exc, "context", None)
+        label = "" if isinstance(exc, _Refused) else "YAML syntax error: "
+        label += f"{context}: " if context else ""
+        errors.add(path, mark.line + 1 if mark else 0, "", f"{label}{problem}")
         return None, None
-    before = len(errors.problems)
+    before = errors.total
     for error in sorted(
         _validator(schemas, schema).iter_errors(data), key=lambda e: list(map(str, e.path))
     ):
         for line, key, message in _schema_problems(error, tree):
             errors.add(path, line, key, message)
-    return (data if len(errors.problems) == before else None), tree
+    return (data if errors.total == before else None), tree
 
 
 @dataclass
@@ -184,30 +326,48 @@ class _File:
             return SpecifierSet()
 
 
-def _versions(f: _File, items: list[dict[str, Any]], patches: Path) -> list[PackageVersion]:
-    out = []
+def _versions(f: _File, items: list[dict[str, Any]], root: FarmRoot) -> list[PackageVersion]:
+    out: list[PackageVersion] = []
+    seen: dict[Version, int] = {}
     for i, item in enumerate(items):
         try:
             version = Version(item["version"])
         except InvalidVersion:
-            f.add(["versions", i, "version"], f"{item['version']!r} is not a PEP 440 version")
+            f.add(["versions", i, "version"], f"{_clip(item['version'])} is not a PEP 440 version")
             continue
         if version.local:
             f.add(
                 ["versions", i, "version"],
                 f"{item['version']!r} has a local label; the farm adds its own",
             )
+        if version in seen:
+            f.add(
+                ["versions", i, "version"],
+                f"{item['version']!r} is versions[{seen[version]}] again (PEP 440 equal); "
+                f"list each version once, with one source",
+            )
+        seen.setdefault(version, i)
         for j, patch in enumerate(item.get("patches", [])):
-            if Path(patch).name != patch or not (patches / patch).is_file():
+            if Path(patch).name != patch or not (root.patches / patch).is_file():
                 f.add(
                     ["versions", i, "patches", j],
-                    f"{patch!r} is not a file name in {patches}: put the patch there and "
-                    f"name it without a folder",
+                    f"{_clip(patch)} is not a file name in {root.patches}: put the patch there "
+                    f"and name it without a folder",
+                )
+        source = Source(**item["source"])
+        if source.path is not None:
+            try:
+                root.inside(source.path, "source path")
+            except (UsageError, ValueError) as exc:  # ValueError: a NUL in the path
+                f.add(
+                    ["versions", i, "source", "path"],
+                    f"{_clip(source.path)} cannot be a source folder ({exc}): give a folder "
+                    f"inside the farm root, relative to it (e.g. demo/NAME)",
                 )
         out.append(
             PackageVersion(
                 version=version,
-                source=Source(**item["source"]),
+                source=source,
                 patches=tuple(item.get("patches", [])),
                 yanked=item.get("yanked"),
             )
@@ -248,6 +408,9 @@ def _cross_field_checks(f: _File, data: dict[str, Any], versions: list[PackageVe
             ["abi", "min_torch"],
             "required for kind 'torch-stable' (the TORCH_TARGET_VERSION, e.g. '2.10')",
         )
+    for key in ("build_minutes_per_arch", "gb_per_job"):
+        if key in data and not math.isfinite(data[key]):
+            f.add([key], f"{data[key]!r} is not a finite number: give the measured value, e.g. 4")
     arch = data["arch"]
     if arch["via"] == "env" and "env" not in arch:
         f.add(["arch", "env"], "required when via is 'env' (the package's own arch variable)")
@@ -266,8 +429,8 @@ def _package(
     if data is None:
         return None
     f = _File(path, tree, errors)
-    before = len(errors.problems)
-    versions = _versions(f, data["versions"], root.patches)
+    before = errors.total
+    versions = _versions(f, data["versions"], root)
     _cross_field_checks(f, data, versions)
     constraints = data.get("constraints", {})
     cuda_spec = f.spec(constraints.get("cuda"), ["constraints", "cuda"])
@@ -278,7 +441,7 @@ def _package(
         Exclusion(line=_line(tree, ["exclude", i])[0], **{k: str(v) for k, v in ex.items()})
         for i, ex in enumerate(data.get("exclude", []))
     ]
-    if len(errors.problems) != before:
+    if errors.total != before:
         return None
     abi, arch = data["abi"], data["arch"]
     return Package(
@@ -314,28 +477,40 @@ def _releases(
     data, tree = _read(path, schemas, "torch", errors)
     if data is None:
         return "", ()
-    releases = []
+    f = _File(path, tree, errors)
+    url = data["index_url"]
+    try:  # str.format fills in {cuda}; another field would fail, or reach into the value
+        fields = {(n, spec, conv) for _, n, spec, conv in string.Formatter().parse(url) if n}
+        plain = fields <= {("cuda", "", None)}
+    except ValueError:  # an unmatched brace
+        plain = False
+    if not plain:
+        f.add(["index_url"], f"{_clip(url)} may hold no field but {{cuda}}")
+    releases: list[TorchRelease] = []
     for i, r in enumerate(data["releases"]):
-        line = _line(tree, ["releases", i])[0]
-        try:
-            for cuda in r["builds"]:
-                cuda_version(cuda)
-            releases.append(
-                TorchRelease(
-                    version=Version(r["torch"]),
-                    python_min=Version(r["python"][0]),
-                    python_max=Version(r["python"][1]),
-                    cxx_std=r["cxx_std"],
-                    builds={c: tuple(p) for c, p in r["builds"].items()},
-                )
+        lo, hi = (Version(v) for v in r["python"])
+        release = TorchRelease(
+            version=Version(r["torch"]),
+            python_min=lo,
+            python_max=hi,
+            cxx_std=r["cxx_std"],
+            builds={c: tuple(p) for c, p in r["builds"].items()},
+        )
+        if lo > hi or lo.major != hi.major:
+            f.add(
+                ["releases", i, "python"],
+                f"[{r['python'][0]!r}, {r['python'][1]!r}] is not a range: give the oldest and "
+                f"the newest Python of one major version, e.g. ['3.10', '3.14']",
             )
-        except (InvalidVersion, ValueError) as exc:
-            errors.add(path, line, f"releases[{i}]", str(exc))
-    return data["index_url"], tuple(releases)
+        elif any(other.minor == release.minor for other in releases):
+            f.add(["releases", i, "torch"], f"torch {release.minor} is listed twice: keep one")
+        else:
+            releases.append(release)
+    return url, tuple(releases)
 
 
 def _arch(path: Path, schemas: Path, errors: _Collector) -> ArchPolicy | None:
-    data, _ = _read(path, schemas, "arch", errors)
+    data, tree = _read(path, schemas, "arch", errors)
     if data is None:
         return None
     policy = {
@@ -346,6 +521,14 @@ def _arch(path: Path, schemas: Path, errors: _Collector) -> ArchPolicy | None:
         cuda: (ArchList.parse(lo).archs[0].sm, ArchList.parse(hi).archs[0].sm)
         for cuda, (lo, hi) in data["supported"].items()
     }
+    for cuda, (lo, hi) in supported.items():
+        if lo > hi:
+            _File(path, tree, errors).add(
+                ["supported", cuda],
+                f"{data['supported'][cuda]!r} is reversed: give the oldest SM first, e.g. "
+                f"['7.5', '12.1']",
+            )
+            return None
     return ArchPolicy(policy=policy, supported=supported)
 
 
@@ -387,12 +570,12 @@ def load_matrix(root: FarmRoot) -> Matrix:
     arch = _arch(folder / "arch.yaml", schemas, errors)
     farm = _farm(folder / "farm.yaml", schemas, errors)
     packages = [_package(p, root, arch, errors) for p in sorted(root.packages.glob("*.yaml"))]
-    if not packages and not errors.problems:
+    if not packages and not errors.total:
         errors.add(root.packages, 0, "", "no package files (*.yaml) found")
     if arch is not None:
         _cross_check(releases, arch, folder, errors)
-    if errors.problems or arch is None or farm is None:
-        raise ConfigError(errors.problems)
+    if errors.total or arch is None or farm is None:
+        raise ConfigError(errors.report())
     return Matrix(
         index_url=index_url,
         releases=releases,

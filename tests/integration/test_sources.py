@@ -51,7 +51,7 @@ def test_git_source_checks_out_the_pinned_commit_and_patches(tmp_path: Path) -> 
 def test_cuda13_toolkit_from_pypi_wheels(tmp_path: Path) -> None:
     home = toolchain.assemble_from_pypi("cu130", tmp_path / "tk", tmp_path / "log")
     env = {"PATH": os.environ["PATH"], "CUDA_HOME": str(home)}
-    tc = toolchain.detect("cu130", env, work=tmp_path, log=tmp_path / "log")
+    tc = toolchain.detect("cu130", env, work=tmp_path, log=tmp_path / "log", root=REPO)
     assert tc.cuda_home == home
     assert (tc.version.major, tc.version.minor) == (13, 0)
     assert (home / "include" / "cuda_runtime.h").is_file()

@@ -37,7 +37,7 @@ def matrix_dir(tmp_path: Path) -> Callable[..., FarmRoot]:
         (root / "packages").mkdir(parents=True)
         shutil.copytree(REPO.schemas, farm.schemas)
         shutil.copytree(REPO.patches, farm.patches)
-        for name in ("torch.yaml", "arch.yaml", "farm.yaml"):
+        for name in ("torch.yaml", "arch.yaml", "farm.yaml", "toolkits.yaml", "compat.yaml"):
             text = overrides.get(name.removesuffix(".yaml"))
             if text is None:
                 shutil.copy(REPO.matrix / name, root / name)
@@ -63,5 +63,9 @@ build_minutes_per_arch: 1
 
 
 def package_yaml(name: str = "demo-pkg", abi: str = "{kind: cpython}", extra: str = "") -> str:
+    """MINIMAL with `extra`'s top-level keys in place of its own (duplicate keys are refused)."""
+    extra = textwrap.dedent(extra)
+    keys = {line.split(":", 1)[0] for line in extra.splitlines() if line[:1].isalpha()}
     body = MINIMAL.format(name=name, sha="a" * 64, abi=abi, module=name.replace("-", "_"))
-    return body + textwrap.dedent(extra)
+    kept = [line for line in body.splitlines(keepends=True) if line.split(":", 1)[0] not in keys]
+    return "".join(kept) + extra

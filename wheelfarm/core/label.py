@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-_LABEL = re.compile(r"^(cu\d{3,})(?:torch(\d+\.\d+)(\.stable)?)?$")
+_LABEL = re.compile(r"^(cu\d{3,})(?:torch(\d+\.\d+)(\.stable)?)?$", re.ASCII)  # 0-9 only
 
 
 def cuda_version(tag: str) -> Version:
@@ -17,7 +17,8 @@ def cuda_version(tag: str) -> Version:
     >>> str(cuda_version("cu130")), str(cuda_version("cu118"))
     ('13.0', '11.8')
     """
-    if not (tag.startswith("cu") and tag[2:].isdigit() and len(tag) >= 5):  # noqa: PLR2004
+    digits = tag[2:]
+    if not (tag.startswith("cu") and digits.isascii() and digits.isdigit() and len(tag) >= 5):  # noqa: PLR2004
         msg = f"invalid CUDA tag {tag!r}: expected 'cu' + major + minor digit, e.g. 'cu130'"
         raise ValueError(msg)
     return Version(f"{tag[2:-1]}.{tag[-1]}")

@@ -16,6 +16,7 @@ from wheel.wheelfile import WheelError, WheelFile  # type: ignore[import-untyped
 
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # the zip format's epoch: no build time leaks into a wheel
 _EXECUTABLE = (".so", ".pyd", ".dll")
+MAX_METADATA = 16 << 20  # METADATA with a long README is tens of KB; this is far past any real one
 
 
 def record_hash(data: bytes) -> str:
@@ -39,9 +40,14 @@ def parse_metadata(data: bytes) -> RawMetadata:
 
 
 def read_metadata_bytes(wheel: Path) -> bytes:
-    """Raw METADATA, as PEP 658 publishes it beside the wheel."""
+    """Raw METADATA, as PEP 658 publishes it beside the wheel; ValueError past MAX_METADATA
+    (it is read whole, and a zip entry can unpack to gigabytes)."""
     with zipfile.ZipFile(wheel) as zf:
-        return zf.read(f"{dist_info(zf.namelist())}/METADATA")
+        info = zf.getinfo(f"{dist_info(zf.namelist())}/METADATA")
+        if info.file_size > MAX_METADATA:
+            msg = f"METADATA unpacks to {info.file_size} bytes, over the {MAX_METADATA} allowed"
+            raise ValueError(msg)
+        return zf.read(info)
 
 
 def metadata(wheel: Path) -> RawMetadata:
