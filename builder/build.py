@@ -20,6 +20,7 @@ import psutil
 
 from wheelfarm import __version__
 from wheelfarm.builder import envs, source, toolchain
+from wheelfarm.builder.ccache import wrap_compilers
 from wheelfarm.builder.platforms import REPAIRERS, RepairJob
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
@@ -39,6 +40,7 @@ _RECORDED_ENV = (
     "MAX_JOBS",
     "NVCC_THREADS",
     "CUDA_HOME",
+    "CXX",
     "CPATH",
     "CCACHE_BASEDIR",
 )
@@ -55,6 +57,7 @@ class BuildOptions:
     sdist_index: str = source.DEFAULT_SDIST_INDEX
     plat: str | None = None  # auditwheel --plat; None: the platform's manylinux tag
     python: str | None = None  # interpreter to build for; None: found from the target
+    deadline: float | None = None  # time.time() at which the compile is stopped (a CI job's limit)
 
 
 @dataclass
@@ -138,7 +141,7 @@ def compile_env(
     if sys.platform == "win32":
         env["DISTUTILS_USE_SDK"] = "1"  # torch's build raises without it under vcvars
     env.update(pkg.env)
-    return env
+    return wrap_compilers(env, tc.cuda_home, work / "ccache-shims")
 
 
 def expectation(target: Target) -> Expectation:
@@ -243,20 +246,31 @@ class _Steps:
 
 
 def compile_wheel(
-    py: Path, src: Path, dist: Path, env: dict[str, str], log: Path
+    py: Path, src: Path, dist: Path, env: dict[str, str], log: Path, deadline: float | None = None
 ) -> tuple[Path, dict[str, int]]:
     """`pip wheel` the source tree with the build env; the one wheel and the ccache hits and
-    misses it caused."""
+    misses it caused. Stopped at `deadline`: what was compiled stays in the compiler cache, so
+    the same build run again resumes from there."""
+    if deadline is not None and time.time() >= deadline:
+        msg = "the deadline passed before the compile started; run the job again"
+        raise BuildError(msg)
     before = _ccache_counts(env)
     shutil.rmtree(dist, ignore_errors=True)
     pip_wheel = ["-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-cache-dir"]
-    call(
-        [py, *pip_wheel, "--disable-pip-version-check", "-v", "-w", dist, src],
-        env=env,
-        cwd=src,
-        log=log,
-        heartbeat=HEARTBEAT_SECONDS,
-    )
+    try:
+        call(
+            [py, *pip_wheel, "--disable-pip-version-check", "-v", "-w", dist, src],
+            env=env,
+            cwd=src,
+            log=log,
+            heartbeat=HEARTBEAT_SECONDS,
+            deadline=deadline,
+        )
+    except BuildError as exc:
+        if deadline is None or time.time() < deadline:
+            raise
+        msg = f"{exc}; what it compiled is in the compiler cache: run the job again to resume"
+        raise BuildError(msg) from exc
     after = _ccache_counts(env)
     built = list(dist.glob("*.whl"))
     if len(built) != 1:
@@ -277,7 +291,9 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
     index = opts.torch_index or target.torch_index
 
     with steps.step("toolchain") as log:
-        tc = toolchain.detect(build.cuda, dict(os.environ), work=opts.cache, log=log)
+        tc = toolchain.detect(
+            build.cuda, dict(os.environ), work=opts.cache, log=log, root=target.root
+        )
         log.write_text(f"CUDA_HOME={tc.cuda_home}\nnvcc {tc.version}\n{tc.compiler}\n")
     with steps.step("environment") as log:
         torch_env = target_torch_env(target, cache=opts.cache, python=python, index=index, log=log)
@@ -297,7 +313,7 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         )
     env = compile_env(target, tc, py.parent, torch_site, work, opts.cache)
     with steps.step("compile") as log:
-        built, ccache = compile_wheel(py, src, work / "dist", env, log)
+        built, ccache = compile_wheel(py, src, work / "dist", env, log, opts.deadline)
     with steps.step("relabel"):
         labelled = relabel(built, build.label, work / "relabelled")
     with steps.step("repair") as log:

@@ -15,10 +15,10 @@ from packaging.version import Version
 from wheelfarm.core.errors import ToolchainError
 from wheelfarm.core.label import cuda_tag, cuda_version
 from wheelfarm.core.proc import call
+from wheelfarm.core.root import FarmRoot
+from wheelfarm.matrix.toolkits import gcc_max
 
 _NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
-# CUDA 12.x refuses gcc newer than 13 (torch caps g++ likewise); CUDA 13 accepts up to 15.
-_MAX_GCC = {12: 13, 13: 15}
 # NVIDIA's CUDA 13 PyPI wheels that together form a working nvcc (CUDA 12 wheels carry no nvcc).
 PYPI_TOOLKIT = (
     "nvidia-cuda-nvcc",
@@ -70,8 +70,9 @@ def find_cuda_home(env: dict[str, str]) -> Path | None:
     return default if (default / "bin" / "nvcc").is_file() else None
 
 
-def check_compiler(cuda: Version, env: dict[str, str]) -> str:
-    """The host compiler's version line; refuse gcc newer than the toolkit accepts."""
+def check_compiler(cuda: Version, env: dict[str, str], limit: int | None) -> str:
+    """The host compiler's version line; refuse a gcc newer than `limit`, the newest major this
+    toolkit accepts (compat.yaml), before a long build fails on it."""
     if sys.platform == "win32":
         return "msvc (from vcvars; checked by nvcc)"
     cxx = env.get("CXX", "c++")
@@ -79,11 +80,10 @@ def check_compiler(cuda: Version, env: dict[str, str]) -> str:
     first = text.splitlines()[0] if text else cxx
     match = re.search(r"\(GCC\)|gcc|g\+\+", first)
     ver = re.search(r"(\d+)\.\d+\.\d+", first)
-    limit = _MAX_GCC.get(cuda.major)
     if match and ver and limit is not None and int(ver.group(1)) > limit:
         msg = (
-            f"{first!r}: CUDA {cuda.major}.x accepts gcc <= {limit}; set CXX/CC to an older "
-            f"gcc (e.g. gcc-toolset-{limit} in manylinux)"
+            f"{first!r}: CUDA {cuda.major}.{cuda.minor} accepts gcc <= {limit} (compat.yaml); "
+            f"set CXX/CC to an older gcc (e.g. gcc-toolset-{limit} in manylinux)"
         )
         raise ToolchainError(msg)
     return first
@@ -133,9 +133,9 @@ def installed_cuda_tag(env: dict[str, str]) -> str:
     return cuda_tag(_nvcc(home, env)[1])
 
 
-def detect(cuda: str, env: dict[str, str], *, work: Path, log: Path) -> Toolchain:
+def detect(cuda: str, env: dict[str, str], *, work: Path, log: Path, root: FarmRoot) -> Toolchain:
     """Find the toolkit (or assemble a CUDA 13 one from PyPI), check it serves `cuda` (torch
-    refuses another major) and the host compiler."""
+    refuses another major) and the host compiler against the farm root's compat.yaml."""
     home = find_cuda_home(env) or assemble_from_pypi(cuda, work / "cuda-toolkit", log)
     nvcc, version = _nvcc(home, env)
     wanted = cuda_version(cuda)
@@ -146,6 +146,8 @@ def detect(cuda: str, env: dict[str, str], *, work: Path, log: Path) -> Toolchai
         )
         raise ToolchainError(msg)
     compiler = check_compiler(
-        version, {**env, "PATH": f"{home / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
+        version,
+        {**env, "PATH": f"{home / 'bin'}{os.pathsep}{env.get('PATH', '')}"},
+        gcc_max(root, version),
     )
     return Toolchain(home, nvcc, version, compiler)

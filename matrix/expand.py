@@ -21,6 +21,10 @@ from wheelfarm.matrix.model import (
     PackageVersion,
     TorchRelease,
 )
+from wheelfarm.matrix.toolkits import support
+
+# why a cell's runner cannot build (cuda, python, platform); None when it can
+Blocker = Callable[[str, str, str], str | None]
 
 
 @dataclass(frozen=True, kw_only=True, order=True)
@@ -137,8 +141,9 @@ def _rule_finder(pkg: Package) -> Callable[[TorchRelease, str, str, str], str | 
     return find
 
 
-def cells(matrix: Matrix, package: Package) -> Iterator[Cell | Excluded]:
-    """Every cell torch ships for this package: kept cells, and excluded ones with their rule."""
+def cells(matrix: Matrix, package: Package, blocker: Blocker) -> Iterator[Cell | Excluded]:
+    """Every cell torch ships for this package: kept cells, and excluded ones with their rule
+    (the package's constraints and exclusions first, then what its runner cannot build)."""
     rule_for = _rule_finder(package)
     for pv in package.versions:
         version = str(pv.version)
@@ -165,6 +170,8 @@ def cells(matrix: Matrix, package: Package) -> Iterator[Cell | Excluded]:
                                 ),
                                 None,
                             )
+                        if rule is None and (reason := blocker(cuda, python, platform)):
+                            rule = f"its runner: {reason}"
                         yield cell if rule is None else Excluded(cell, rule)
 
 
@@ -226,13 +233,15 @@ class Expansion:
 
 
 def expand(matrix: Matrix) -> Expansion:
-    """Expand every package; torch-stable drops cells below its minimum torch first."""
+    """Expand every package; torch-stable drops cells below its minimum torch first, and no cell
+    its runner cannot build is kept (matrix/toolkits.py)."""
+    blocker = cache(support(matrix.root, matrix.farm).blocker)
     all_cells: list[Cell] = []
     excluded: list[Excluded] = []
     all_builds: list[Build] = []
     for package in matrix.packages:
         kept: list[Cell] = []
-        for item in cells(matrix, package):
+        for item in cells(matrix, package, blocker):
             if isinstance(item, Excluded):
                 excluded.append(item)
             elif (

@@ -145,7 +145,7 @@ def make_plan(
         raise PlanError(msg)
     todo = tuple(b for b in selected if b.id not in existing)
     present = tuple(b for b in selected if b.id in existing)
-    jobs = max_jobs or matrix.farm.max_jobs_per_shard
+    jobs = matrix.farm.max_jobs_per_shard if max_jobs is None else max_jobs
     if not 1 <= jobs <= MAX_JOBS_PER_MATRIX:
         msg = f"--max-jobs {jobs}: a shard holds 1 to {MAX_JOBS_PER_MATRIX} jobs (GitHub's limit)"
         raise PlanError(msg)
@@ -167,8 +167,9 @@ def _long_job_warnings(todo: Sequence[Build], limit: int) -> tuple[str, ...]:
             over.setdefault(b.package, []).append(b)
     return tuple(
         f"{pkg}: {len(bs)} builds predicted up to {max(b.minutes for b in bs):.0f} min > {limit} "
-        f"min hosted-job limit (e.g. {bs[0].id}); send them to a self-hosted runner (runner "
-        f"input) or narrow their archs"
+        f"min hosted-job limit (e.g. {bs[0].id}); send them to a self-hosted runner (the "
+        f"runner_<platform> input) or narrow their archs; cut off, a job saves its compiler "
+        f"cache and its rerun resumes"
         for pkg, bs in over.items()
     )
 

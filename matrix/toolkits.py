@@ -1,56 +1,359 @@
-"""The CUDA toolkit table (toolkits.yaml): what the runner scripts install for a CUDA tag."""
+"""The CUDA toolkit table (toolkits.yaml) held to the compatibility facts (compat.yaml): which
+toolkit, components and host compiler each (CUDA, platform) builds with, and why a cell its
+runner cannot build is never planned. Both files are data with sources; this module only joins
+them with farm.yaml and refuses a table that contradicts the facts."""
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+from jsonschema import Draft202012Validator
 from packaging.version import Version
+from referencing import Registry, Resource
 
 from wheelfarm.core.errors import ConfigError
+from wheelfarm.core.platforms import os_of
 from wheelfarm.core.root import FarmRoot
+from wheelfarm.matrix.load import parse_yaml
+from wheelfarm.matrix.model import FarmConfig
+
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toolkit:
+    """One CUDA tag's release and the host compiler each OS builds it with (None: no compiler
+    the runner has accepts this CUDA, so its cells are not planned there)."""
+
+    tag: str
+    version: Version
+    manifest_sha256: str | None
+    gcc_toolset: int | None
+    msvc_toolset: str | None
+
+    @property
+    def minor(self) -> str:
+        return f"{self.version.major}.{self.version.minor}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolkitTable:
+    """toolkits.yaml, parsed."""
+
+    redist: str
+    redist_platforms: dict[str, str]
+    components: dict[str, tuple[str, ...]]  # "all", and extra ones per CUDA major
+    toolkits: dict[str, Toolkit]
+
+    def get(self, cuda: str) -> Toolkit:
+        if cuda not in self.toolkits:
+            msg = (
+                f"toolkits.yaml: no toolkit for {cuda!r} (have: {', '.join(self.toolkits)}); "
+                f"add its full version"
+            )
+            raise ConfigError([msg])
+        return self.toolkits[cuda]
+
+    def components_for(self, toolkit: Toolkit) -> tuple[str, ...]:
+        return self.components["all"] + self.components.get(str(toolkit.version.major), ())
+
+    def manifest_url(self, toolkit: Toolkit) -> str:
+        return f"{self.redist}redistrib_{toolkit.version}.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostCompilers:
+    """What one CUDA minor's nvcc accepts: gcc <= gcc_max, msvc[0] <= _MSC_VER < msvc[1]."""
+
+    gcc_max: int
+    msvc: tuple[int, int]
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Image:
+    pythons: tuple[str, ...]
+    gcc_toolsets: tuple[int, ...]
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Runner:
+    pythons: tuple[str, ...]
+    msvc: dict[str, int]  # vcvars_ver -> _MSC_VER
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compat:
+    """compat.yaml, parsed."""
+
+    cuda: dict[str, HostCompilers]
+    required: dict[str, tuple[str, ...]]  # per CUDA major
+    images: dict[str, Image]
+    runners: dict[str, Runner]
+
+    def host(self, minor: str) -> HostCompilers | None:
+        return self.cuda.get(minor)
+
+
+def _read(path: Path, schema: str) -> dict[str, Any]:
+    """One YAML file checked against its schema; every problem reported at once."""
+    try:
+        data, _ = parse_yaml(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError([f"{path}: cannot read it: {exc}"]) from exc
+    folder = path.parent / "schema"
+    resources = [
+        (s["$id"], Resource.from_contents(s))
+        for s in (json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("*.json"))
+    ]
+    registry: Registry[Any] = Registry().with_resources(resources)
+    document = json.loads((folder / f"{schema}.schema.json").read_text(encoding="utf-8"))
+    errors = Draft202012Validator(document, registry=registry).iter_errors(data)
+    problems = [
+        f"{path}: {'.'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}"
+        for e in sorted(errors, key=lambda e: list(map(str, e.absolute_path)))
+    ]
+    if problems:
+        raise ConfigError(problems)
+    return dict(data)
 
 
 @cache
-def _table(path: Path) -> dict[str, Any]:
-    return dict(yaml.safe_load(path.read_text(encoding="utf-8")))
+def toolkit_table(matrix: Path) -> ToolkitTable:
+    """toolkits.yaml of one matrix folder (cached per folder)."""
+    data = _read(matrix / "toolkits.yaml", "toolkits")
+    return ToolkitTable(
+        redist=data["redist"],
+        redist_platforms=dict(data["redist_platforms"]),
+        components={k: tuple(v) for k, v in data["components"].items()},
+        toolkits={
+            tag: Toolkit(
+                tag=tag,
+                version=Version(t["version"]),
+                manifest_sha256=t["manifest_sha256"],
+                gcc_toolset=t["gcc_toolset"],
+                msvc_toolset=t["msvc_toolset"],
+            )
+            for tag, t in data["toolkits"].items()
+        },
+    )
+
+
+@cache
+def compat_facts(matrix: Path) -> Compat:
+    """compat.yaml of one matrix folder (cached per folder)."""
+    data = _read(matrix / "compat.yaml", "compat")
+    return Compat(
+        cuda={
+            minor: HostCompilers(gcc_max=c["gcc_max"], msvc=tuple(c["msvc"]), source=c["source"])
+            for minor, c in data["cuda"].items()
+        },
+        required={k: tuple(v["components"]) for k, v in data["required_components"].items()},
+        images={
+            ref: Image(
+                pythons=tuple(i["pythons"]),
+                gcc_toolsets=tuple(i["gcc_toolsets"]),
+                source=i["source"],
+            )
+            for ref, i in data["images"].items()
+        },
+        runners={
+            label: Runner(pythons=tuple(r["pythons"]), msvc=dict(r["msvc"]), source=r["source"])
+            for label, r in data["runners"].items()
+        },
+    )
+
+
+def unpinned(container: str) -> str:
+    """'repo:tag@sha256:...' -> 'repo:tag', the key compat.yaml knows an image by.
+
+    >>> unpinned("quay.io/pypa/manylinux_2_28_x86_64:2026.05.07-2@sha256:" + "0" * 64)
+    'quay.io/pypa/manylinux_2_28_x86_64:2026.05.07-2'
+    """
+    return container.split("@", 1)[0]
+
+
+@dataclass(frozen=True)
+class Support:
+    """What each platform's runner can build: farm.yaml's runners and images, the toolkit table
+    and the facts, checked against each other once (`support`)."""
+
+    table: ToolkitTable
+    compat: Compat
+    farm: FarmConfig
+
+    def blocker(self, cuda: str, python: str, platform: str) -> str | None:
+        """Why (cuda, python, platform) cannot be built on its runner; None when it can."""
+        if cuda not in self.table.toolkits:
+            return f"toolkits.yaml has no toolkit for {cuda}"
+        tk = self.table.toolkits[cuda]
+        host = self.compat.cuda[tk.minor]
+        info = self.farm.platforms[platform]
+        if os_of(platform) == "linux":
+            image = unpinned(info.container)
+            pythons = self.compat.images[image].pythons
+            where = f"the {platform} image {image}"
+            compiler, accepts = tk.gcc_toolset is not None, f"gcc <= {host.gcc_max}"
+        else:
+            pythons = self.compat.runners[info.runner].pythons
+            where = f"the {platform} runner {info.runner}"
+            compiler, accepts = tk.msvc_toolset is not None, f"MSVC {_msc(host.msvc)}"
+        if python not in pythons:
+            return f"{where} has no CPython {python} (has {', '.join(pythons)}; compat.yaml)"
+        if not compiler:
+            return (
+                f"{where} has no host compiler CUDA {tk.minor} accepts ({accepts}; toolkits.yaml "
+                f"{cuda}, compat.yaml: {host.source})"
+            )
+        return None
+
+
+def _msc(bounds: tuple[int, int]) -> str:
+    """'19.10-19.39' for the _MSC_VER range [1910, 1940)."""
+    lo, hi = bounds
+    return f"{lo // 100}.{lo % 100}-{(hi - 1) // 100}.{(hi - 1) % 100}"
+
+
+def _problems(table: ToolkitTable, compat: Compat, farm: FarmConfig) -> list[str]:
+    """Every way toolkits.yaml or farm.yaml contradicts compat.yaml, each with its fix."""
+    out = []
+    for name, info in farm.platforms.items():
+        if os_of(name) == "linux":
+            if not _DIGEST.search(info.container):
+                out.append(
+                    f"farm.yaml: platforms.{name}.container {info.container!r} is not pinned by "
+                    f"digest; run scripts/refresh_image_pins.py"
+                )
+            if unpinned(info.container) not in compat.images:
+                out.append(
+                    f"compat.yaml: images has no facts for {unpinned(info.container)!r} "
+                    f"(farm.yaml {name}); add its Pythons and gcc-toolsets with their source"
+                )
+        elif info.runner not in compat.runners:
+            out.append(
+                f"compat.yaml: runners has no facts for {info.runner!r} (farm.yaml {name}); "
+                f"add its Pythons and MSVC toolsets with their source"
+            )
+        if name not in table.redist_platforms:
+            out.append(f"toolkits.yaml: redist_platforms has no entry for {name}")
+    for tk in table.toolkits.values():
+        out += _toolkit_problems(tk, table, compat, farm)
+    return out
+
+
+def _toolkit_problems(
+    tk: Toolkit, table: ToolkitTable, compat: Compat, farm: FarmConfig
+) -> list[str]:
+    host = compat.host(tk.minor)
+    if host is None:
+        return [
+            (
+                f"compat.yaml: cuda has no host-compiler facts for {tk.minor} (toolkits.yaml "
+                f"{tk.tag}); add them from that toolkit's include/crt/host_config.h"
+            )
+        ]
+    out = []
+    missing = set(compat.required.get(str(tk.version.major), ())) - set(table.components_for(tk))
+    if missing:
+        out.append(
+            f"toolkits.yaml: {tk.tag} lacks {', '.join(sorted(missing))}, which CUDA "
+            f"{tk.version.major} nvcc needs (compat.yaml); add them to components"
+        )
+    for name, info in farm.platforms.items():
+        if os_of(name) == "linux":
+            out += _gcc_problems(tk, host, name, compat.images.get(unpinned(info.container)))
+        else:
+            out += _msvc_problems(tk, host, info.runner, compat.runners.get(info.runner))
+    return out
+
+
+def _gcc_problems(
+    tk: Toolkit, host: HostCompilers, platform: str, image: Image | None
+) -> list[str]:
+    if tk.gcc_toolset is None or image is None:
+        return []
+    if tk.gcc_toolset > host.gcc_max:
+        return [
+            (
+                f"toolkits.yaml: {tk.tag} gcc_toolset {tk.gcc_toolset}: CUDA {tk.minor} accepts "
+                f"gcc <= {host.gcc_max} (compat.yaml); use gcc-toolset-{host.gcc_max} or older"
+            )
+        ]
+    if tk.gcc_toolset not in image.gcc_toolsets:
+        return [
+            (
+                f"toolkits.yaml: {tk.tag} gcc_toolset {tk.gcc_toolset} is not in the {platform} "
+                f"image (has {list(image.gcc_toolsets)}; compat.yaml)"
+            )
+        ]
+    return []
+
+
+def _msvc_problems(
+    tk: Toolkit, host: HostCompilers, label: str, runner: Runner | None
+) -> list[str]:
+    if tk.msvc_toolset is None or runner is None:
+        return []
+    msc = runner.msvc.get(tk.msvc_toolset)
+    if msc is None:
+        return [
+            (
+                f"toolkits.yaml: {tk.tag} msvc_toolset {tk.msvc_toolset!r} is not on {label} "
+                f"(has {', '.join(runner.msvc)}; compat.yaml)"
+            )
+        ]
+    if not host.msvc[0] <= msc < host.msvc[1]:
+        return [
+            (
+                f"toolkits.yaml: {tk.tag} msvc_toolset {tk.msvc_toolset!r} is MSVC "
+                f"{msc // 100}.{msc % 100}; CUDA {tk.minor} accepts MSVC {_msc(host.msvc)} "
+                f"(compat.yaml): pick a toolset in that range, or null"
+            )
+        ]
+    return []
+
+
+def support(root: FarmRoot, farm: FarmConfig) -> Support:
+    """The runners' abilities for one farm root; ConfigError lists every contradiction."""
+    table, compat = toolkit_table(root.matrix), compat_facts(root.matrix)
+    problems = _problems(table, compat, farm)
+    if problems:
+        raise ConfigError(problems)
+    return Support(table, compat, farm)
 
 
 def toolkit(root: FarmRoot, cuda: str, platform: str) -> dict[str, str]:
-    """Install facts for one CUDA tag on one platform, as flat strings for shell scripts."""
-    table = _table(root.matrix / "toolkits.yaml")
-    if cuda not in table["toolkits"]:
-        known = ", ".join(table["toolkits"])
-        msg = f"toolkits.yaml: no toolkit for {cuda!r} (have: {known}); add its full version"
+    """Install facts for one CUDA tag on one platform, as flat strings for the runner scripts."""
+    table = toolkit_table(root.matrix)
+    tk = table.get(cuda)
+    windows = os_of(platform) == "windows"
+    compiler = tk.msvc_toolset if windows else tk.gcc_toolset
+    if compiler is None:
+        kind = "msvc_toolset" if windows else "gcc_toolset"
+        msg = (
+            f"toolkits.yaml: {cuda} has no {kind}: no compiler on the {platform} runner accepts "
+            f"CUDA {tk.minor}, so the planner never plans it there"
+        )
         raise ConfigError([msg])
-    version = Version(table["toolkits"][cuda])
-    if platform == "win_amd64":
-        mm = f"{version.major}.{version.minor}"
-        win = table["windows"]
-        return {
-            "version": str(version),
-            "installer": win["installer"].format(version=version),
-            "components": " ".join(f"{c}_{mm}" for c in win["components"]),
-        }
-    mm = f"{version.major}-{version.minor}"
-    linux = table["linux"]
     return {
-        "version": str(version),
-        "repo": linux["repo"].format(repo_arch=linux["repo_arch"][platform]),
-        "packages": " ".join(f"{c}-{mm}" for c in linux["components"]),
-        "cuda_home": f"/usr/local/cuda-{version.major}.{version.minor}",
-        "gcc_toolset": str(_gcc_toolset(linux, version)),
+        "version": str(tk.version),
+        "manifest": table.manifest_url(tk),
+        "manifest_sha256": tk.manifest_sha256 or "",
+        "redist_platform": table.redist_platforms[platform],
+        "components": " ".join(table.components_for(tk)),
+        ("msvc_toolset" if windows else "gcc_toolset"): str(compiler),
     }
 
 
-def _gcc_toolset(linux: dict[str, Any], version: Version) -> object:
-    toolsets = linux["gcc_toolset"]
-    if str(version.major) not in toolsets:
-        msg = (
-            f"toolkits.yaml: linux.gcc_toolset has no entry for CUDA {version.major} "
-            f"(have: {', '.join(map(str, toolsets))}); add the newest gcc-toolset it accepts"
-        )
-        raise ConfigError([msg])
-    return toolsets[str(version.major)]
+def gcc_max(root: FarmRoot, cuda: Version) -> int | None:
+    """The newest gcc major a toolkit of this version accepts (None: no facts for it)."""
+    host = compat_facts(root.matrix).host(f"{cuda.major}.{cuda.minor}")
+    return None if host is None else host.gcc_max

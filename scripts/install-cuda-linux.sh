@@ -1,27 +1,20 @@
 #!/usr/bin/env bash
-# Install one CUDA toolkit per component inside a manylinux_2_28 container (RHEL 8 family),
-# from NVIDIA's rhel8 / sbsa dnf repository, as matrix/toolkits.yaml says.
-# Usage: scripts/install-cuda-linux.sh CUDA_TAG PLATFORM   (e.g. cu130 linux_x86_64)
-# Prints the env to use. Run as root inside quay.io/pypa/manylinux_2_28_*.
+# Install what matrix/toolkits.yaml names for one CUDA tag inside manylinux_2_28 (AlmaLinux 8):
+# the gcc-toolset its nvcc accepts (dnf; compat.yaml holds the table to nvcc's limit) and the
+# exact toolkit release from NVIDIA's redistributable archives (`wheelfarm install-cuda`:
+# sha256-checked, retried, the same components as on Windows).
+# Usage: eval "$(scripts/install-cuda-linux.sh CUDA_TAG PLATFORM DEST)"   (e.g. cu130 linux_x86_64)
+# Prints only `export` lines; progress goes to stderr. Run as root (dnf).
 set -euo pipefail
-cuda="$1"; platform="$2"
-field() { wheelfarm toolkit "$cuda" --platform "$platform" --field "$1"; }
-repo="$(field repo)"; packages="$(field packages)"; home="$(field cuda_home)"; toolset="$(field gcc_toolset)"
-echo "installing CUDA $(field version) for $platform: $packages" >&2
-dnf install -y -q dnf-plugins-core
-dnf config-manager --add-repo "$repo"
-# shellcheck disable=SC2086  # a list of package names
-dnf install -y --setopt=install_weak_deps=False $packages
-# CUDA 12 refuses gcc newer than 13: use the gcc-toolset toolkits.yaml names for this major.
-if [ ! -d "/opt/rh/gcc-toolset-$toolset" ]; then
-  dnf install -y -q "gcc-toolset-$toolset-gcc-c++"
-fi
+cuda="$1"; platform="$2"; dest="$3"
+toolset="$(wheelfarm toolkit "$cuda" --platform "$platform" --field gcc_toolset)"
 toolset_bin="/opt/rh/gcc-toolset-$toolset/root/usr/bin"
-# Later steps see the toolkit and compiler through GITHUB_PATH / GITHUB_ENV (stdout elsewhere).
-printf '%s\n' "$home/bin" "$toolset_bin" >> "${GITHUB_PATH:-/dev/stdout}"
-{
-  echo "CUDA_HOME=$home"
-  echo "CC=$toolset_bin/gcc"
-  echo "CXX=$toolset_bin/g++"
-  echo "CUDAHOSTCXX=$toolset_bin/g++"
-} >> "${GITHUB_ENV:-/dev/stdout}"
+if [ ! -x "$toolset_bin/g++" ]; then
+  dnf install -y -q "gcc-toolset-$toolset-gcc-c++" >&2
+fi
+home="$(wheelfarm install-cuda "$cuda" --platform "$platform" --dest "$dest")"
+printf 'export %s=%q\n' \
+  CUDA_HOME "$home" \
+  CC "$toolset_bin/gcc" \
+  CXX "$toolset_bin/g++" \
+  PATH "$home/bin:$toolset_bin:$PATH"

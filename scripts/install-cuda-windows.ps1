@@ -1,25 +1,30 @@
-# Install one CUDA toolkit on a Windows runner with NVIDIA's network installer (silent, only the
-# components matrix/toolkits.yaml lists), then export CUDA_HOME/CUDA_PATH and MSVC's environment.
-# Usage: scripts/install-cuda-windows.ps1 -Cuda cu130
-param([Parameter(Mandatory = $true)][string]$Cuda)
+# Install what matrix/toolkits.yaml names for one CUDA tag on a Windows runner: the exact toolkit
+# release from NVIDIA's redistributable archives (`wheelfarm install-cuda`: sha256-checked,
+# retried, the same components as on Linux) and the MSVC toolset its nvcc accepts
+# (vcvars64 -vcvars_ver; compat.yaml holds the table to nvcc's _MSC_VER range). Exports
+# CUDA_HOME/CUDA_PATH, the toolkit's bin and MSVC's environment to the following steps.
+# Usage: scripts/install-cuda-windows.ps1 -Cuda cu130 -Dest $env:WHEELFARM_CACHE\cuda
+param(
+  [Parameter(Mandatory = $true)][string]$Cuda,
+  [Parameter(Mandatory = $true)][string]$Dest
+)
 $ErrorActionPreference = "Stop"
-$facts = wheelfarm toolkit $Cuda --platform win_amd64 | ConvertFrom-Json
-$installer = Join-Path $env:RUNNER_TEMP "cuda_installer.exe"
-Write-Host "installing CUDA $($facts.version): $($facts.components)"
-Invoke-WebRequest -Uri $facts.installer -OutFile $installer -UseBasicParsing
-$proc = Start-Process -FilePath $installer -ArgumentList (@("-s") + $facts.components.Split(" ")) -Wait -PassThru
-if ($proc.ExitCode -ne 0) { throw "CUDA installer exited with $($proc.ExitCode)" }
-$v = [version]$facts.version
-$home_ = "C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v$($v.Major).$($v.Minor)"
-if (-not (Test-Path "$home_\bin\nvcc.exe")) { throw "nvcc.exe not found under $home_" }
-"CUDA_HOME=$home_" | Out-File -FilePath $env:GITHUB_ENV -Append -Encoding utf8
-"CUDA_PATH=$home_" | Out-File -FilePath $env:GITHUB_ENV -Append -Encoding utf8
-"$home_\bin" | Out-File -FilePath $env:GITHUB_PATH -Append -Encoding utf8
-# MSVC: import vcvars64's environment into the following steps (torch needs DISTUTILS_USE_SDK=1).
+$toolset = wheelfarm toolkit $Cuda --platform win_amd64 --field msvc_toolset
+if ($LASTEXITCODE -ne 0) { throw "wheelfarm toolkit $Cuda failed (exit $LASTEXITCODE)" }
+$cudaHome = wheelfarm install-cuda $Cuda --platform win_amd64 --dest $Dest
+if ($LASTEXITCODE -ne 0) { throw "wheelfarm install-cuda $Cuda failed (exit $LASTEXITCODE)" }
+if (-not (Test-Path "$cudaHome\bin\nvcc.exe")) { throw "nvcc.exe not found under $cudaHome" }
+"CUDA_HOME=$cudaHome" | Out-File -FilePath $env:GITHUB_ENV -Append -Encoding utf8
+"CUDA_PATH=$cudaHome" | Out-File -FilePath $env:GITHUB_ENV -Append -Encoding utf8
+"$cudaHome\bin" | Out-File -FilePath $env:GITHUB_PATH -Append -Encoding utf8
+# MSVC: vcvars64 with the toolset nvcc accepts, its environment imported into later steps.
 $vswhere = "${env:ProgramFiles(x86)}\Microsoft Visual Studio\Installer\vswhere.exe"
 $vs = & $vswhere -latest -products * -requires Microsoft.VisualStudio.Component.VC.Tools.x86.x64 -property installationPath
-cmd /c "`"$vs\VC\Auxiliary\Build\vcvars64.bat`" >nul && set" | ForEach-Object {
-  if ($_ -match "^(PATH|INCLUDE|LIB|LIBPATH|VCINSTALLDIR|VCToolsInstallDir|WindowsSdkDir|WindowsSDKVersion|UCRTVersion|UniversalCRTSdkDir)=(.*)$") {
+$vcvars = "$vs\VC\Auxiliary\Build\vcvars64.bat"
+$vars = cmd /c "`"$vcvars`" -vcvars_ver=$toolset >nul && set"
+if ($LASTEXITCODE -ne 0) { throw "vcvars64 -vcvars_ver=$toolset failed: is MSVC $toolset installed on this runner?" }
+$vars | ForEach-Object {
+  if ($_ -match "^(PATH|INCLUDE|LIB|LIBPATH|VCINSTALLDIR|VCToolsInstallDir|VCToolsVersion|WindowsSdkDir|WindowsSDKVersion|UCRTVersion|UniversalCRTSdkDir)=(.*)$") {
     "$($Matches[1])=$($Matches[2])" | Out-File -FilePath $env:GITHUB_ENV -Append -Encoding utf8
   }
 }

@@ -22,6 +22,7 @@ from wheelfarm.core.errors import PlanError, VerifyError
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import host_platform
 from wheelfarm.core.wheelname import build_id_from_wheel
+from wheelfarm.github.actions import SAVE_MARGIN_MINUTES
 from wheelfarm.github.client import GitHubClient
 from wheelfarm.github.publish import Publisher, PublishReport, publish
 from wheelfarm.github.releases import ReleasesSource
@@ -239,3 +240,10 @@ def publish_wheels(
     report = publish(wheels, Publisher(client))
     logger.info("%d API requests, %d content-creating", client.requests_made, client.content_made)
     return report
+
+
+def job_deadline(started: float, minutes: int) -> float:
+    """When a CI job's build must stop: its time limit counted from the job's own start (image
+    pull, toolkit install and torch env come out of it too), less the minutes the job needs
+    afterwards to save its compiler cache and upload what it made."""
+    return started + (minutes - SAVE_MARGIN_MINUTES) * 60

@@ -20,6 +20,7 @@ from wheelfarm.core.wheelfile import metadata, write_wheel
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import ArchList
+from wheelfarm.matrix.toolkits import gcc_max
 
 
 def fatbin(entries: list[tuple[int, int]]) -> bytes:
@@ -71,11 +72,12 @@ def test_host_compiler_check(
     monkeypatch: pytest.MonkeyPatch, cuda: str, gcc: str, ok: bool
 ) -> None:
     monkeypatch.setattr(toolchain, "call", lambda *a, **k: gcc + "\n")
+    limit = gcc_max(REPO, Version(cuda))  # compat.yaml: 13 for CUDA 12.6
     if ok:
-        assert toolchain.check_compiler(Version(cuda), {}) == gcc
+        assert toolchain.check_compiler(Version(cuda), {}, limit) == gcc
     else:
-        with pytest.raises(ToolchainError, match=r"accepts gcc <= 13; set CXX/CC"):
-            toolchain.check_compiler(Version(cuda), {})
+        with pytest.raises(ToolchainError, match=r"12.6 accepts gcc <= 13 \(compat.yaml\); set"):
+            toolchain.check_compiler(Version(cuda), {}, limit)
 
 
 def _wheel(tmp: Path, version: str = "1.0") -> Path:

@@ -3,6 +3,7 @@ a missing tool or a failure into a domain error that names the log."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -12,6 +13,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
+
+import psutil
 
 from wheelfarm.core.errors import BuildError, ToolchainError
 
@@ -35,6 +38,26 @@ def _last_line(log: Path) -> str:
     return last if len(last) <= 120 else last[:117] + "..."  # noqa: PLR2004
 
 
+def _wait(heartbeat: float | None, deadline: float | None) -> float | None:
+    """Seconds to wait for the process before the next heartbeat or the deadline."""
+    if deadline is None:
+        return heartbeat
+    left = max(0.0, deadline - time.time())
+    return left if heartbeat is None else min(heartbeat, left)
+
+
+def _kill_tree(proc: subprocess.Popen[str]) -> None:
+    """Kill a command and everything it started (pip -> ninja -> nvcc), children first."""
+    try:
+        children = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        children = []
+    for child in reversed(children):
+        with contextlib.suppress(psutil.NoSuchProcess):  # it ended on its own meanwhile
+            child.kill()
+    proc.kill()
+
+
 def call(
     args: Sequence[str | os.PathLike[str]],
     *,
@@ -43,12 +66,16 @@ def call(
     log: Path | None = None,
     capture: bool = False,
     heartbeat: float | None = None,
+    deadline: float | None = None,
 ) -> str:
     """Run `args`, logging `+ cmd`; stream output to `log` when given, else to stderr.
 
     With `heartbeat` (seconds) and a log, a long command prints how long it has run and its
-    latest log line that often, so an hours-long compile shows progress. Returns captured stdout
-    when `capture`. Raises BuildError naming the command and the log.
+    latest log line that often, so an hours-long compile shows progress. With `deadline` (a
+    time.time() value) the command and everything it started are killed when it passes (a CI
+    job must stop while it has time left to save what it did). Returns captured stdout when
+    `capture`.
+    Raises BuildError naming the command and the log.
     """
     argv = [str(a) for a in args]
     search_path = env.get("PATH") if env is not None else None
@@ -73,12 +100,20 @@ def call(
             started = time.monotonic()
             while True:
                 try:
-                    stdout, _ = proc.communicate(timeout=heartbeat if log else None)
+                    wait = _wait(heartbeat if log else None, deadline)
+                    stdout, _ = proc.communicate(timeout=wait)
                     break
                 except subprocess.TimeoutExpired:
-                    assert log is not None  # noqa: S101 - timeouts only happen with a log
                     minutes, seconds = divmod(int(time.monotonic() - started), 60)
-                    logger.info("    ... %dm%02ds: %s", minutes, seconds, _last_line(log))
+                    if deadline is not None and time.time() >= deadline:
+                        _kill_tree(proc)
+                        proc.wait()
+                        where = f"; log: {log}" if log is not None else ""
+                        took = f"{minutes}m{seconds:02d}s"
+                        msg = f"stopped at its deadline after {took}: {shown}{where}"
+                        raise BuildError(msg) from None
+                    if log is not None:
+                        logger.info("    ... %dm%02ds: %s", minutes, seconds, _last_line(log))
     finally:
         if out is not None:
             out.close()

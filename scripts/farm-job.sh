@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The one thing a Linux build job runs inside its pinned manylinux_2_28 container
+# (.github/workflows/build-linux.yml), and what tests/integration/test_farm_job.py runs on a
+# development machine: the tested path is the shipped path.
+#
+# Required environment (the plan's job and the job's clock):
+#   TARGET, CUDA, PLATFORM   matrix.target.id / .cuda / .platform
+#   JOB_STARTED, JOB_MINUTES when the job started (date +%s) and its time limit: the compile
+#                            stops in time for the job to save its compiler cache
+#   WHEELFARM_CACHE          torch envs, downloads, toolkits and ccache/ (restored and saved by
+#                            the workflow)
+# Optional: CUDA_HOME (a toolkit already installed: no install), WHEELFARM_VENV (a venv that
+# already has wheelfarm), WHEELFARM_PLAT (auditwheel --plat), WHEELFARM_OUT (default wheelhouse),
+# WHEELFARM_WORK (default .wheelfarm/work), HOST_UID/HOST_GID (give written files back to the
+# runner's user, so a self-hosted runner can clean its workspace).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${TARGET:?}" "${CUDA:?}" "${PLATFORM:?}" "${JOB_STARTED:?}" "${JOB_MINUTES:?}" "${WHEELFARM_CACHE:?}"
+out="${WHEELFARM_OUT:-wheelhouse}"
+if [ -n "${HOST_UID:-}" ]; then
+  owner="$HOST_UID:${HOST_GID:-$HOST_UID}"
+  mkdir -p "$out" .wheelfarm "$WHEELFARM_CACHE"
+  trap 'chown -R "$owner" "$out" .wheelfarm "$WHEELFARM_CACHE"' EXIT
+fi
+
+venv="${WHEELFARM_VENV:-/opt/wheelfarm}"
+if [ ! -x "$venv/bin/wheelfarm" ]; then
+  /opt/python/cp312-cp312/bin/python -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check '.[build]'
+fi
+export PATH="$venv/bin:$PATH"
+
+if [ -z "${CUDA_HOME:-}" ]; then
+  eval "$(scripts/install-cuda-linux.sh "$CUDA" "$PLATFORM" "$WHEELFARM_CACHE/cuda")"
+fi
+
+args=(--out "$out" --work "${WHEELFARM_WORK:-.wheelfarm/work}" --cache "$WHEELFARM_CACHE")
+args+=(--job-started "$JOB_STARTED" --job-minutes "$JOB_MINUTES")
+if [ -n "${WHEELFARM_PLAT:-}" ]; then args+=(--plat "$WHEELFARM_PLAT"); fi
+wheelfarm build "$TARGET" "${args[@]}"

@@ -1,0 +1,78 @@
+"""ccache goes in front of the host compiler and nvcc whatever torch does: scripts and a linked
+toolkit on Linux, the cl.exe masquerade and PYTORCH_NVCC on Windows; torch's own wrapper is off
+so nothing is cached twice. (The integration test builds through it and counts the hits.)"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from wheelfarm.builder import ccache
+
+
+def _exe(path: Path, text: str = "") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> dict[str, str]:
+    """A PATH with ccache and a g++, and a toolkit with nvcc, include/ and lib64."""
+    _exe(tmp_path / "tools" / "ccache")
+    _exe(tmp_path / "gcc-toolset" / "g++")
+    cuda = tmp_path / "cuda"
+    _exe(cuda / "bin" / "nvcc")
+    _exe(cuda / "bin" / "ptxas")
+    (cuda / "include").mkdir()
+    (cuda / "lib").mkdir()
+    (cuda / "lib64").symlink_to("lib")
+    path = os.pathsep.join([str(tmp_path / "tools"), str(tmp_path / "gcc-toolset")])
+    return {"PATH": path, "CXX": str(tmp_path / "gcc-toolset" / "g++")}
+
+
+def test_linux_wraps_the_host_compiler_and_nvcc(tmp_path: Path, tools: dict[str, str]) -> None:
+    env = ccache.wrap_compilers(tools, tmp_path / "cuda", tmp_path / "work" / "shims")
+    ccache_exe = tmp_path / "tools" / "ccache"
+    assert env["TORCH_NO_COMPILER_WRAPPER"] == "1"
+    cxx = Path(env["CXX"])
+    assert cxx.name == "g++"  # torch recognises gcc by its name
+    assert cxx.read_text() == f'#!/bin/sh\nexec {ccache_exe} {tmp_path}/gcc-toolset/g++ "$@"\n'
+    home = Path(env["CUDA_HOME"])
+    assert (home / "bin" / "nvcc").read_text() == (
+        f'#!/bin/sh\nexec {ccache_exe} {tmp_path}/cuda/bin/nvcc "$@"\n'
+    )
+    assert os.access(home / "bin" / "nvcc", os.X_OK) and os.access(cxx, os.X_OK)
+    assert (home / "bin" / "ptxas").resolve() == tmp_path / "cuda" / "bin" / "ptxas"
+    assert (home / "include").resolve() == tmp_path / "cuda" / "include"
+    assert (home / "lib64").resolve() == tmp_path / "cuda" / "lib"
+    # made again for the next build in the same folder
+    again = ccache.wrap_compilers(tools, tmp_path / "cuda", tmp_path / "work" / "shims")
+    assert again == env
+
+
+def test_no_ccache_leaves_the_environment_alone(
+    tmp_path: Path, tools: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "tools" / "ccache").unlink()
+    with caplog.at_level(logging.WARNING):
+        assert ccache.wrap_compilers(tools, tmp_path / "cuda", tmp_path / "shims") == tools
+    assert "compiling uncached" in caplog.text
+    assert not (tmp_path / "shims").exists()
+
+
+def test_windows_masquerades_cl_and_prefixes_nvcc(tmp_path: Path, tools: dict[str, str]) -> None:
+    real_cl = _exe(tmp_path / "msvc" / "cl.exe")
+    env = {**tools, "PATH": tools["PATH"] + os.pathsep + str(real_cl.parent)}
+    out = ccache.wrap_compilers(env, tmp_path / "cuda", tmp_path / "shims", windows=True)
+    assert out["PATH"].split(os.pathsep)[0] == str(tmp_path / "shims")
+    assert (tmp_path / "shims" / "cl.exe").read_bytes() == (
+        tmp_path / "tools" / "ccache"
+    ).read_bytes()
+    assert out["PYTORCH_NVCC"] == f"{tmp_path}/tools/ccache {tmp_path}/cuda/bin/nvcc.exe"
+    assert out["NVCC_CCBIN"] == str(real_cl)  # nvcc's own host compiles skip the masquerade
+    assert out["TORCH_NO_COMPILER_WRAPPER"] == "1"
