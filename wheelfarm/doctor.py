@@ -1,0 +1,402 @@
+"""`wheelfarm doctor`: say why a farm wheel will or will not run here.
+
+A wheel of a torch CUDA extension runs only when seven things hold; each is checked with the
+value found, the value needed and the one command that fixes it:
+
+1. python: the wheel's Python tag fits the interpreter (abi3: at or above its floor);
+2. platform: the wheel's platform is this one, and its manylinux glibc floor is not above ours;
+3. torch: the installed torch is the minor the wheel was built for (stable ABI: at or above);
+4. cuda: torch's CUDA major is the wheel's;
+5. gpu: the GPU's compute capability has SASS of its family at or below it, or PTX at or below;
+6. driver: the driver is new enough for the wheel's CUDA major (minor-version compatibility);
+7. import: the extension imports beside that torch; a failure is decoded into the demand above
+   it that failed (undefined c10 symbols, a missing libcudart, GLIBC, the driver...).
+
+The interpreter is probed in a subprocess; the GPU and driver come from NVML (nvidia-ml-py) when
+installed, else `nvidia-smi`."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from packaging.tags import Tag
+from packaging.utils import parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from wheelfarm.builder.binary import inspect_binary
+from wheelfarm.core.errors import UsageError
+from wheelfarm.core.label import Label
+from wheelfarm.core.platforms import platform_family
+from wheelfarm.core.root import FarmRoot
+from wheelfarm.matrix.load import parse_yaml
+
+PROBE = r"""
+import json, os, platform, sys, sysconfig
+out = {"python": "%d.%d" % sys.version_info[:2], "platform": sysconfig.get_platform(),
+       "glibc": (platform.libc_ver()[1] or None)}
+if len(sys.argv) > 1:
+    from importlib import metadata
+    try:
+        dist = metadata.distribution(sys.argv[1])
+        wheel = dist.read_text("WHEEL") or ""
+        out["dist"] = {
+            "name": dist.metadata["Name"], "version": dist.version,
+            "tag": next((l.split(":", 1)[1].strip() for l in wheel.splitlines()
+                         if l.startswith("Tag:")), None),
+            "binaries": [str(dist.locate_file(f)) for f in dist.files or []
+                         if f.suffix in (".so", ".pyd") or ".so." in f.name],
+            "top": sorted({f.parts[0] for f in dist.files or [] if len(f.parts) > 1
+                           and not f.parts[0].endswith((".dist-info", ".data", ".libs"))}),
+        }
+    except metadata.PackageNotFoundError:
+        out["dist"] = None
+try:
+    import torch
+    out["torch"] = torch.__version__
+    out["cuda"] = torch.version.cuda
+    out["cxx11_abi"] = bool(torch._C._GLIBCXX_USE_CXX11_ABI)
+except Exception as exc:
+    out["torch_error"] = repr(exc)[:300]
+print(json.dumps(out))
+"""
+PROBE_SECONDS = 180
+# What an import failure says -> (the check that failed, what it means)
+DECODE = (
+    (re.compile(r"undefined symbol: _ZN(3c10|2at|5torch)"), "torch",
+     "the extension was built for another torch: its C++ symbols are missing"),
+    (re.compile(r"lib(cudart|cublas\w*|cusparse|cufft|nvrtc)\.so\.(\d+)"), "cuda",
+     "the extension links a CUDA runtime library this torch does not bring"),
+    (re.compile(r"GLIBC_(\d+\.\d+)' not found"), "platform",
+     "the extension needs a newer glibc than this system has"),
+    (re.compile(r"GLIBCXX_|CXXABI_"), "platform",
+     "the extension needs a newer libstdc++ than this system has"),
+    (re.compile(r"no kernel image is available"), "gpu",
+     "the wheel has no SASS or PTX this GPU can run"),
+    (re.compile(r"driver version is insufficient|found no NVIDIA driver", re.IGNORECASE), "driver",
+     "the NVIDIA driver is missing or too old for this CUDA runtime"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    found: str
+    needed: str
+    fix: str = ""
+
+
+@dataclass
+class Env:
+    """The target interpreter, its torch, and the GPU."""
+
+    python: str
+    platform: str  # farm platform name, or what sysconfig said
+    glibc: tuple[int, int] | None
+    torch: Version | None
+    cuda: str | None
+    gpu: tuple[int, int] | None = None
+    driver: str | None = None
+    torch_error: str | None = None
+
+
+@dataclass
+class WheelFacts:
+    filename: str
+    name: str
+    label: Label | None
+    tag: Tag
+    cubins: set[int] = field(default_factory=set)
+    ptx: set[int] = field(default_factory=set)
+
+
+def passed(name: str, found: str, needed: str) -> Check:
+    return Check(name, ok=True, found=found, needed=needed)
+
+
+def failed(name: str, found: str, needed: str, fix: str = "") -> Check:
+    return Check(name, ok=False, found=found, needed=needed, fix=fix)
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text))
+
+
+def _ask(python: str, *args: str) -> dict[str, Any]:
+    try:
+        result = subprocess.run(
+            [python, "-c", PROBE, *args], capture_output=True, text=True,
+            timeout=PROBE_SECONDS, check=False,
+        )  # fmt: skip
+        data = json.loads(result.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+        msg = f"--python {python!r} does not run as a Python interpreter ({exc!r})"
+        raise UsageError(msg) from exc
+    if not isinstance(data, dict):
+        msg = f"--python {python!r} answered the probe with {data!r}"
+        raise UsageError(msg)
+    return data
+
+
+def probe(python: str) -> Env:
+    """Ask the interpreter what it is and which torch it has."""
+    data = _ask(python)
+    machine = str(data["platform"]).replace("-", "_").replace(".", "_")
+    glibc = _version_tuple(data["glibc"])[:2] if data.get("glibc") else None
+    try:
+        torch = Version(data["torch"]) if data.get("torch") else None
+    except InvalidVersion:
+        torch = None
+    return Env(
+        python=data["python"],
+        platform=platform_family(machine) or machine,
+        glibc=(glibc[0], glibc[1]) if glibc and len(glibc) == 2 else None,  # noqa: PLR2004
+        torch=torch,
+        cuda=data.get("cuda"),
+        torch_error=data.get("torch_error"),
+    )
+
+
+def gpu_and_driver() -> tuple[tuple[int, int] | None, str | None]:
+    """(compute capability, driver version) of GPU 0: NVML when installed, else nvidia-smi."""
+    try:
+        import pynvml  # type: ignore[import-not-found]  # noqa: PLC0415 - optional
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        return (int(major), int(minor)), str(driver)
+    except Exception:  # noqa: BLE001, S110 - no NVML, no GPU or no driver: ask nvidia-smi
+        pass
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None, None
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=compute_cap,driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=30, check=True,
+        ).stdout  # fmt: skip
+        cap, driver = (p.strip() for p in out.splitlines()[0].split(","))
+        major, _, minor = cap.partition(".")
+        return (int(major), int(minor)), driver
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None, None
+
+
+def read_wheel(path: Path) -> WheelFacts:
+    """Name, label, tag and the archs of every binary's fatbin."""
+    try:
+        name, version, _, tags = parse_wheel_filename(path.name)
+        facts = WheelFacts(path.name, name, _label(version.local), min(tags, key=str))
+        with zipfile.ZipFile(path) as zf:
+            for member in zf.namelist():
+                if PurePosixPath(member).suffix in (".so", ".pyd") or ".so." in member:
+                    info = inspect_binary(zf.read(member))
+                    facts.cubins |= {int(s[3:]) for s in info.cubins}
+                    facts.ptx |= {int(s[3:]) for s in info.ptx}
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        msg = f"{str(path)!r} is not a readable wheel: {exc}"
+        raise UsageError(msg) from exc
+    return facts
+
+
+def _label(local: str | None) -> Label | None:
+    try:
+        return Label.parse(local or "")
+    except ValueError:
+        return None
+
+
+def _python(w: WheelFacts, env: Env) -> Check:
+    interp = w.tag.interpreter
+    want = f"{interp[2]}.{interp[3:]}" if interp.startswith("cp") and len(interp) > 3 else interp  # noqa: PLR2004
+    if w.tag.abi == "abi3":
+        ok = Version(env.python) >= Version(want)
+        needed = f"CPython >= {want} (abi3)"
+    else:
+        ok = env.python == want
+        needed = f"CPython {want}"
+    fix = "" if ok else f"use the wheel built for cp{env.python.replace('.', '')}"
+    return Check("python", ok, f"CPython {env.python}", needed, fix)
+
+
+def _platform(w: WheelFacts, env: Env) -> Check:
+    family = platform_family(w.tag.platform) or w.tag.platform
+    floor = re.match(r"manylinux_(\d+)_(\d+)_", w.tag.platform)
+    needed = family + (f", glibc >= {floor[1]}.{floor[2]}" if floor else "")
+    found = env.platform + (f", glibc {env.glibc[0]}.{env.glibc[1]}" if env.glibc else "")
+    ok = family == env.platform
+    if ok and floor and env.glibc is not None:
+        ok = env.glibc >= (int(floor[1]), int(floor[2]))
+    fix = "" if ok else f"use the wheel built for {env.platform} (or a system with that glibc)"
+    return Check("platform", ok, found, needed, fix)
+
+
+def _torch(w: WheelFacts, env: Env) -> Check:
+    if w.label is None or w.label.torch is None:
+        return passed("torch", str(env.torch), "any torch (a torch-free wheel)")
+    built = Version(w.label.torch)
+    if env.torch is None:
+        return failed("torch", f"no torch ({env.torch_error or 'not installed'})",
+                     f"torch {built}", f"pip install 'torch=={built}.*'")  # fmt: skip
+    have = Version(f"{env.torch.major}.{env.torch.minor}")
+    ok = have >= built if w.label.stable else have == built
+    needed = f"torch >= {built} (stable ABI)" if w.label.stable else f"torch {built}.x"
+    fix = "" if ok else f"pip install 'torch=={built}.*' (or the wheel built for torch {have})"
+    return Check("torch", ok, f"torch {env.torch}", needed, fix)
+
+
+def _cuda(w: WheelFacts, env: Env) -> Check:
+    if w.label is None:
+        return failed("cuda", str(env.cuda), "a farm label (+cuXYZ...)",
+                      "this is not a farm wheel: its CUDA is unknown")  # fmt: skip
+    major = w.label.cuda[2:-1]
+    have = (env.cuda or "").split(".", maxsplit=1)[0]
+    ok = have == major
+    fix = "" if ok else (
+        f"install the wheel built for cu{(env.cuda or '').replace('.', '')}, or a torch for "
+        f"CUDA {major}.x"
+    )  # fmt: skip
+    return Check("cuda", ok, f"torch's CUDA {env.cuda}", f"CUDA {major}.x", fix)
+
+
+def runs_on(gpu: tuple[int, int], cubins: set[int], ptx: set[int]) -> bool:
+    """SASS of the GPU's major at or below its minor, or PTX at or below its capability.
+
+    >>> runs_on((8, 6), {80, 90}, set()), runs_on((8, 0), {90}, set())
+    (True, False)
+    >>> runs_on((12, 0), set(), {90})
+    True
+    """
+    cc = gpu[0] * 10 + gpu[1]
+    return any(s // 10 == gpu[0] and s <= cc for s in cubins) or any(p <= cc for p in ptx)
+
+
+def _gpu(w: WheelFacts, env: Env) -> Check:
+    carried = ", ".join(
+        [*(f"sm_{s}" for s in sorted(w.cubins)), *(f"PTX {p}" for p in sorted(w.ptx))]
+    )
+    needed = f"a GPU these run on: {carried or 'no device code found'}"
+    if env.gpu is None:
+        return failed("gpu", "no NVIDIA GPU found (NVML, nvidia-smi)", needed,
+                     "run on the machine with the GPU")  # fmt: skip
+    ok = runs_on(env.gpu, w.cubins, w.ptx)
+    cc = f"{env.gpu[0]}.{env.gpu[1]}"
+    fix = "" if ok else f"build for it: wheelfarm build --local --package {w.name} --archs {cc}"
+    return Check("gpu", ok, f"compute capability {cc}", needed, fix)
+
+
+def _driver(w: WheelFacts, env: Env, root: FarmRoot) -> Check:
+    table, _ = parse_yaml((root.matrix / "drivers.yaml").read_text(encoding="utf-8"))
+    major = w.label.cuda[2:-1] if w.label else None
+    os_name = "windows" if env.platform == "win_amd64" else "linux"
+    floor = (table["minimum_driver"].get(major) or {}).get(os_name) if major else None
+    needed = f"driver >= {floor} (CUDA {major}.x)" if floor else f"a driver for CUDA {major}.x"
+    if env.driver is None:
+        return failed("driver", "no NVIDIA driver found", needed,
+                     f"install an NVIDIA driver >= {floor}")  # fmt: skip
+    ok = floor is not None and _version_tuple(env.driver) >= _version_tuple(floor)
+    return Check("driver", ok, f"driver {env.driver}", needed,
+                 "" if ok else f"upgrade the NVIDIA driver to {floor} or newer")  # fmt: skip
+
+
+def decode(error: str) -> tuple[str, str] | None:
+    """(check, meaning) of a known import failure."""
+    for pattern, check, meaning in DECODE:
+        if pattern.search(error):
+            return check, meaning
+    return None
+
+
+def import_check(python: str, wheel: Path | None, modules: list[str]) -> Check:
+    """Import torch and the modules (from the wheel unpacked beside the interpreter's torch)."""
+    with tempfile.TemporaryDirectory(prefix="wheelfarm-doctor-") as tmp:
+        env = None
+        if wheel is not None:
+            with zipfile.ZipFile(wheel) as zf:
+                zf.extractall(tmp)  # read_wheel has parsed it; zipfile keeps members inside tmp
+            env = {"PYTHONPATH": tmp, "PATH": ""}
+        code = "import torch\n" + "".join(f"import {m}\n" for m in modules)
+        try:
+            result = subprocess.run([python, "-c", code], capture_output=True, text=True,
+                                    timeout=PROBE_SECONDS, env=env, check=False)  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return failed("import", repr(exc), "import succeeds", "")
+    if result.returncode == 0:
+        return passed("import", f"imported {', '.join(modules)}", "import succeeds")
+    last = (result.stderr.strip().splitlines() or ["(no message)"])[-1][:300]
+    decoded = decode(result.stderr)
+    fix = f"see the {decoded[0]} check: {decoded[1]}" if decoded else "read the error above"
+    return failed("import", last, "import succeeds", fix)
+
+
+def _modules(wheel: Path) -> list[str]:
+    """Top-level packages of a wheel, from its file list."""
+    with zipfile.ZipFile(wheel) as zf:
+        tops = {n.split("/", 1)[0] for n in zf.namelist() if "/" in n}
+    return sorted(t for t in tops if not t.endswith((".dist-info", ".data", ".libs")))
+
+
+def diagnose(wheel: Path, python: str, root: FarmRoot, *, gpu: bool = True) -> list[Check]:
+    """The seven checks of a wheel file against an interpreter and this machine's GPU."""
+    facts = read_wheel(wheel)
+    env = probe(python)
+    if gpu:
+        env.gpu, env.driver = gpu_and_driver()
+    return [*_checks(facts, env, root), import_check(python, wheel, _modules(wheel))]
+
+
+def installed(python: str, name: str) -> tuple[WheelFacts, list[str]]:
+    """What the interpreter has installed of `name`: its label, tag and binaries' archs."""
+    dist = _ask(python, name).get("dist")
+    if not dist:
+        msg = f"{name!r} is not installed in {python}; pass a wheel file, or install it first"
+        raise UsageError(msg)
+    try:
+        version = Version(dist["version"])
+        interp, abi, plat = str(dist["tag"]).split("-")
+    except (InvalidVersion, ValueError, TypeError) as exc:
+        msg = f"{name} {dist.get('version')!r} was not installed from a wheel ({exc})"
+        raise UsageError(msg) from exc
+    facts = WheelFacts(f"{name}-{version}", name, _label(version.local), Tag(interp, abi, plat))
+    for binary in dist["binaries"]:
+        try:
+            info = inspect_binary(Path(binary).read_bytes())
+        except (OSError, ValueError):
+            continue
+        facts.cubins |= {int(s[3:]) for s in info.cubins}
+        facts.ptx |= {int(s[3:]) for s in info.ptx}
+    return facts, list(dist["top"])
+
+
+def _checks(facts: WheelFacts, env: Env, root: FarmRoot) -> list[Check]:
+    return [_python(facts, env), _platform(facts, env), _torch(facts, env), _cuda(facts, env),
+            _gpu(facts, env), _driver(facts, env, root)]  # fmt: skip
+
+
+def diagnose_installed(name: str, python: str, root: FarmRoot) -> list[Check]:
+    """The seven checks of an installed package in its interpreter."""
+    facts, modules = installed(python, name)
+    env = probe(python)
+    env.gpu, env.driver = gpu_and_driver()
+    return [*_checks(facts, env, root), import_check(python, None, modules)]
+
+
+def report(checks: list[Check]) -> str:
+    width = max(len(c.name) for c in checks)
+    lines = []
+    for c in checks:
+        mark = "pass" if c.ok else "FAIL"
+        lines.append(f"{mark}  {c.name:<{width}}  found {c.found}; needs {c.needed}")
+        if not c.ok and c.fix:
+            lines.append(f"      {'':<{width}}  fix: {c.fix}")
+    return "\n".join(lines)
