@@ -86,7 +86,7 @@ def test_verify_fails_a_vendored_libtorch(demo_build: DemoBuild, tmp_path: Path)
     bad = _tamper(demo_build.wheel, tmp_path, add_libc10)
     result = wheelfarm("verify", bad, "--local", "--no-import", check=False)
     assert result.returncode == 6
-    assert "vendors libc10.so: torch/CUDA provide it" in result.stderr
+    assert "ships wheelfarm_demo.libs/libc10.so: torch/CUDA provide it" in result.stderr
 
 
 def test_verify_fails_filename_metadata_mismatch(demo_build: DemoBuild, tmp_path: Path) -> None:
