@@ -11,7 +11,7 @@ from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from wheelfarm.core.label import Label
+from wheelfarm.core.label import Label, OtherLabel
 from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.wheelname import build_id
 from wheelfarm.matrix.model import Matrix
@@ -42,6 +42,10 @@ class WheelEntry:
     metadata_sha256: str | None = None  # set only when <wheel>.metadata is published (PEP 658)
     yanked: str | None = None
     covers: tuple[Covered, ...] = field(default=())
+    unfiled: str | None = None  # why it is under no combo index (covers is empty)
+    sass: tuple[str, ...] = ()  # SASS archs its build record found, e.g. 'sm_90'
+    ptx: tuple[str, ...] = ()
+    partial_archs: bool = False  # built with fewer archs than its build's policy (--archs)
 
     @cached_property
     def _parsed(self) -> tuple[NormalizedName, Version, frozenset[Tag]]:
@@ -55,6 +59,10 @@ class WheelEntry:
     @property
     def version(self) -> Version:
         return self._parsed[1]
+
+    @property
+    def tags(self) -> frozenset[Tag]:
+        return self._parsed[2]
 
     @property
     def combos(self) -> set[tuple[str, str]]:
@@ -80,6 +88,9 @@ class WheelEntry:
             "requires_python": self.requires_python,
             "metadata_sha256": self.metadata_sha256,
             "yanked": self.yanked,
+            "archs": {"sass": list(self.sass), "ptx": list(self.ptx)},
+            "partial_archs": self.partial_archs,
+            "unfiled": self.unfiled,
             "covers": [
                 {"cuda": c.cuda, "torch": c.torch, "python": c.python, "platform": c.platform}
                 for c in self.covers
@@ -99,6 +110,7 @@ class WheelEntry:
                 requires_python=_field(data, "requires_python", str, optional=True),
                 metadata_sha256=_field(data, "metadata_sha256", str, optional=True),
                 yanked=_field(data, "yanked", str, optional=True),
+                partial_archs=bool(_field(data, "partial_archs", bool, optional=True)),
                 covers=tuple(
                     Covered(
                         **{a: _field(c, a, str) for a in ("cuda", "torch", "python", "platform")}
@@ -137,42 +149,117 @@ def read_label(local: str | None) -> Label | None:
         return None
 
 
-def covers_from_name(filename: str, matrix: Matrix | None) -> tuple[Covered, ...]:
+# Reasons a wheel is under no combo index; the run reports them grouped, with counts.
+NO_LABEL = "no +cuXXX label (not a CUDA build)"
+CPU = "a +cpu wheel (not a CUDA build)"
+UNKNOWN_LABEL = "a label of no shape the index reads"
+MACOS = "a macOS wheel (no CUDA on macOS)"
+FOREIGN_PLATFORM = "a platform the farm serves no index for"
+CXX11_ABI = "a C++ ABI other than the one PyPI's torch of that minor uses"
+NO_CELL = "no torch.yaml cell ships its CUDA, torch and platform"
+DUPLICATE = "a duplicate of a wheel already listed (another spelling or release)"
+CXX11_FROM = Version("2.7")  # PyPI's Linux torch wheels use the C++11 ABI from 2.7 on
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The cells a wheel serves, or why it serves none."""
+
+    covers: tuple[Covered, ...] = ()
+    reason: str | None = None
+
+
+def covers_from_name(
+    filename: str, matrix: Matrix | None, memo: dict[tuple[str, str], Placement] | None = None
+) -> Placement:
     """Cells of a wheel that came without a build record, read from its label and tags.
 
-    abi3 serves every Python the torch release ships; '.stable' serves every torch from its
-    floor that ships the CUDA; a label without torch serves every torch shipping the CUDA.
+    abi3 and 'py3' serve every Python the torch release ships (from the abi3 floor); '.stable'
+    serves every torch from its floor that ships the CUDA; a label without torch serves every
+    torch shipping the CUDA; 'cu12' (a CUDA major) every 12.x; 'any' every platform. A cell
+    torch.yaml lacks is still filed under the label's own combo when the name says all of it.
+    `memo` keeps placements by (label, tag) for one matrix: a wheelhouse repeats them.
     """
     _, version, _, tags = parse_wheel_filename(filename)
     tag = min(tags, key=str)
+    if memo is None:
+        return _place(version, tag, matrix)
+    key = (version.local or "", str(tag))
+    if key not in memo:
+        memo[key] = _place(version, tag, matrix)
+    return memo[key]
+
+
+def _place(version: Version, tag: Tag, matrix: Matrix | None) -> Placement:
+    """covers_from_name for a parsed name."""
     platform = platform_family(tag.platform)
-    label = read_label(version.local)
+    if platform is None and tag.platform != "any":
+        return Placement(reason=MACOS if tag.platform.startswith("macosx") else FOREIGN_PLATFORM)
+    if version.local is None:
+        return Placement(reason=NO_LABEL)
+    if version.local == "cpu":
+        return Placement(reason=CPU)
+    farm = read_label(version.local)
+    try:
+        label = OtherLabel(farm.cuda, farm.torch) if farm else OtherLabel.parse(version.local)
+    except ValueError:
+        return Placement(reason=UNKNOWN_LABEL)
+    stable = bool(farm and farm.stable)
+    if label.torch and label.cxx11abi not in (None, Version(label.torch) >= CXX11_FROM):
+        return Placement(reason=CXX11_ABI)
     python = _INTERPRETER.match(tag.interpreter)
-    if label is None or platform is None or python is None:
-        return ()  # not a farm wheel, or a Python tag without a minor ('py3'): no cell
-    cuda, torch, stable = label.cuda, label.torch, label.stable
-    releases = [
-        r for r in (matrix.releases if matrix else ()) if platform in r.builds.get(cuda, ())
-    ]
-    torches = [
-        r.minor
-        for r in releases
-        if (torch is None or r.minor == torch or (stable and Version(r.minor) >= Version(torch)))
-    ]
-    if not torches and torch is not None:
-        torches = [torch]
+    floor = Version(f"{python[1]}.{python[2]}") if python else None
+    any_python = tag.abi == "abi3" or python is None
     out = []
-    for t in torches:
-        release = next((r for r in releases if r.minor == t), None)
-        floor = f"{python[1]}.{python[2]}"
-        if tag.abi == "abi3":
-            pythons = [
-                p for p in (release.pythons() if release else ()) if Version(p) >= Version(floor)
-            ]
-        else:
-            pythons = [floor]
-        out += [Covered(cuda=cuda, torch=t, python=p, platform=platform) for p in pythons]
-    return tuple(out)
+    for r in matrix.releases if matrix else ():
+        minor = r.minor
+        if not (
+            label.torch is None
+            or minor == label.torch
+            or (stable and Version(minor) >= Version(label.torch))
+        ):
+            continue
+        pythons = [
+            p
+            for p in r.pythons()
+            if floor is None or (Version(p) >= floor if any_python else Version(p) == floor)
+        ]
+        out += [
+            Covered(cuda=cuda, torch=minor, python=p, platform=plat)
+            for cuda, plats in r.builds.items()
+            if cuda == label.cuda or (label.cuda_major_only and cuda.startswith(label.cuda))
+            for plat in plats
+            if plat == platform or tag.platform == "any"
+            for p in pythons
+        ]
+    if not out and label.torch and floor and platform and not label.cuda_major_only:
+        out = [Covered(cuda=label.cuda, torch=label.torch, python=str(floor), platform=platform)]
+    return Placement(covers=tuple(out), reason=None if out else NO_CELL)
+
+
+def identity(entry: WheelEntry) -> tuple[object, ...]:
+    """What makes two listed wheels the same wheel: project, public version, tags and cells
+    (so '+cu124torch24' and '+cu124torch2.4', or one file in two releases, are one)."""
+    cells = tuple(sorted(entry.covers, key=str)) if entry.covers else entry.version.local
+    return (entry.name, entry.version.public, entry.tags, cells)
+
+
+def account(entries: list[WheelEntry]) -> tuple[list[WheelEntry], dict[str, list[str]]]:
+    """Drop duplicates (the first in file name order stays); return the entries to list and
+    every wheel under no combo, by reason."""
+    kept: list[WheelEntry] = []
+    seen: set[tuple[object, ...]] = set()
+    unfiled: dict[str, list[str]] = {}
+    for entry in sorted(entries, key=lambda e: e.filename):
+        key = identity(entry)
+        if key in seen:
+            unfiled.setdefault(DUPLICATE, []).append(entry.filename)
+            continue
+        seen.add(key)
+        kept.append(entry)
+        if not entry.covers:
+            unfiled.setdefault(entry.unfiled or NO_CELL, []).append(entry.filename)
+    return kept, unfiled
 
 
 def check_name(name: str) -> NormalizedName:

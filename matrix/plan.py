@@ -75,7 +75,8 @@ class Plan:
 
 
 def existing_build_ids(source: Path | None) -> set[str]:
-    """Build ids already published: from an index's packages.json or a folder of wheels."""
+    """Build ids already published: from an index's packages.json (a wheel built with fewer
+    archs than its policy does not count) or a folder of wheels."""
     if source is None:
         return set()
     if source.is_dir():
@@ -88,7 +89,11 @@ def existing_build_ids(source: Path | None) -> set[str]:
         raise UsageError(msg)
     try:
         data = json.loads(source.read_text(encoding="utf-8"))
-        return {w.get("build_id") or build_id_from_wheel(w["filename"]) for w in data["wheels"]}
+        return {
+            w.get("build_id") or build_id_from_wheel(w["filename"])
+            for w in data["wheels"]
+            if not w.get("partial_archs")  # a quick --archs build: the full one is still due
+        }
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         msg = f"--existing {str(source)!r} is not a wheelfarm packages.json: {exc!r}"
         raise UsageError(msg) from exc

@@ -5,6 +5,7 @@ parses arguments, calls these and prints what they return."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import os
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from wheelfarm import __version__
 from wheelfarm.builder.build import BuildOptions, BuildResult, expectation, run_build
 from wheelfarm.builder.target import Target, resolve, select
 from wheelfarm.builder.toolchain import installed_cuda_tag
@@ -27,9 +29,9 @@ from wheelfarm.github.client import GitHubClient
 from wheelfarm.github.publish import Publisher, PublishReport, publish
 from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.coverage import coverage, svg
-from wheelfarm.index.entries import WheelEntry
-from wheelfarm.index.site import SiteResult, build_site
-from wheelfarm.index.sources import LocalFile, from_wheelhouse, yanked_versions
+from wheelfarm.index.entries import WheelEntry, account
+from wheelfarm.index.site import SiteResult, build_site, reuse
+from wheelfarm.index.sources import LocalFile, from_wheelhouse, wheelhouse_key, yanked_versions
 from wheelfarm.matrix.expand import Expansion
 from wheelfarm.matrix.model import ArchList, Matrix
 from wheelfarm.matrix.plan import Filters, Plan, existing_build_ids, make_plan
@@ -91,12 +93,6 @@ def site_extras(
     return extra
 
 
-@dataclass(frozen=True)
-class SiteSummary:
-    entries: list[WheelEntry]
-    result: SiteResult
-
-
 def _write_site(
     matrix: Matrix,
     expansion: Expansion,
@@ -106,8 +102,10 @@ def _write_site(
     files: list[LocalFile] | None,
     title: str,
     allow_removal: bool = False,
-) -> SiteSummary:
-    result = build_site(
+    input_key: str = "",
+) -> SiteResult:
+    entries, unfiled = account(entries)
+    return build_site(
         entries,
         out,
         templates=matrix.root.templates,
@@ -115,8 +113,23 @@ def _write_site(
         allow_removal=allow_removal,
         title=title,
         extra=site_extras(matrix, expansion, entries),
+        unfiled=unfiled,
+        input_key=input_key,
     )
-    return SiteSummary(entries, result)
+
+
+def _input_key(matrix: Matrix, wheelhouse: Path, title: str) -> str:
+    """Everything a wheelhouse site is made from, by stat rather than by content where it is
+    big: the wheelhouse listing, the farm root's YAML and templates, the title, this code."""
+    digest = hashlib.sha256(f"{__version__}\0{title}\0{wheelhouse_key(wheelhouse)}".encode())
+    root = matrix.root
+    for folder in (root.matrix, root.templates):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                digest.update(path.as_posix().encode() + path.read_bytes())
+    if root.install_helper.is_file():
+        digest.update(root.install_helper.read_bytes())
+    return digest.hexdigest()
 
 
 def index_wheelhouse(
@@ -127,11 +140,24 @@ def index_wheelhouse(
     *,
     title: str,
     allow_removal: bool = False,
-) -> SiteSummary:
-    """The site of a local wheelhouse (wheels copied under files/)."""
-    entries, files = from_wheelhouse(wheelhouse, matrix, yanked_versions(matrix))
+) -> SiteResult:
+    """The site of a local wheelhouse (wheels copied under files/); a rerun on an unchanged
+    wheelhouse and farm root reports the site as it is, reading no wheel."""
+    key = _input_key(matrix, wheelhouse, title)
+    reused = reuse(out, key)
+    if reused is not None:
+        return reused
+    policy = {b.id: frozenset(b.archs.cubins) for b in expansion.builds}
+    entries, files = from_wheelhouse(wheelhouse, matrix, yanked_versions(matrix), policy)
     return _write_site(
-        matrix, expansion, entries, out, files=files, title=title, allow_removal=allow_removal
+        matrix,
+        expansion,
+        entries,
+        out,
+        files=files,
+        title=title,
+        allow_removal=allow_removal,
+        input_key=key,
     )
 
 
@@ -143,7 +169,7 @@ def index_releases(
     *,
     title: str,
     allow_removal: bool = False,
-) -> SiteSummary:
+) -> SiteResult:
     """The site of a repository's releases (links to the assets; nothing downloaded)."""
     entries = ReleasesSource(client).entries(matrix, yanked_versions(matrix))
     logger.info("read %d wheels with %d API requests", len(entries), client.requests_made)
@@ -156,7 +182,7 @@ def index_releases(
 class FarmResult:
     plan: Plan
     built: list[BuildResult]
-    site: SiteSummary
+    site: SiteResult
     index_url: str
 
 
@@ -188,9 +214,7 @@ def local_farm(
         for todo in plan.todo
     ]
     summary = index_wheelhouse(matrix, expansion, store, site, title=title)
-    logger.info(
-        "[index] %s: %d wheels, %d indexes", site, len(summary.entries), summary.result.combos
-    )
+    logger.info("[index] %s: %d wheels, %d indexes", site, summary.wheels, summary.combos)
     # a torch-free wheel is listed under every torch: point at the newest
     torch = b.torch_minor or max((c.torch for c in b.covers), key=Version)
     index_url = f"{site.resolve().as_uri()}/{b.cuda}/torch{torch}/"

@@ -77,23 +77,25 @@ def test_refuses_to_lose_published_wheels(tmp_path: Path) -> None:
 
 
 def test_files_cannot_escape_the_output_folder(tmp_path: Path) -> None:
+    (tmp_path / "x.whl").write_bytes(b"x")
     with pytest.raises(SiteError, match="outside"):
         build_site(
             [entry(W)],
             tmp_path / "site",
             templates=REPO.templates,
-            files=[LocalFile("../../evil.txt", data=b"x")],
+            files=[LocalFile("../../evil.txt", SHA, source=tmp_path / "x.whl")],
         )
     assert not (tmp_path / "evil.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.whl"]  # no temp tree left
 
 
 def test_collapsed_wheels_are_listed_under_every_combo(tmp_path: Path) -> None:
     matrix = load_matrix(REPO)
     stable = "fa3-3.0.0+cu130torch2.10.stable-cp310-abi3-manylinux_2_28_x86_64.whl"
-    covers = covers_from_name(stable, matrix)
+    covers = covers_from_name(stable, matrix).covers
     assert {c.torch for c in covers} == {"2.10", "2.11", "2.12", "2.13", "2.14"}
     assert {c.python for c in covers} == {"3.10", "3.11", "3.12", "3.13", "3.14"}
-    free = covers_from_name("kern-1.0+cu126-cp312-cp312-win_amd64.whl", matrix)
+    free = covers_from_name("kern-1.0+cu126-cp312-cp312-win_amd64.whl", matrix).covers
     assert {c.torch for c in free} == {
         "2.6",
         "2.7",

@@ -71,3 +71,51 @@ class Label:
             msg = f"{text!r} is not a farm label (e.g. 'cu130torch2.14', 'cu130')"
             raise ValueError(msg)
         return cls(match[1], match[2], bool(match[3]))
+
+
+# The shapes other public farms put after the '+': '+cu124torch24', '+cu124torch2.5gite2743ab',
+# '+cu12torch2.8cxx11abiTRUE' (CUDA major only), '+pt27cu128'. One pattern; read after
+# Label.parse, which owns the farm's own shape.
+_OTHER = re.compile(
+    r"^(?:pt(\d)(\d+))?cu(\d{2,})"
+    r"(?:torch(\d)\.?(\d+)(?:git[0-9a-f]+)?(?:cxx11abi(true|false))?)?$",
+    re.ASCII,
+)
+
+
+@dataclass(frozen=True)
+class OtherLabel:
+    """A label in another farm's shape: its CUDA ('cu124', or 'cu12' when it names only the
+    major), its torch minor, and the C++ ABI it states (None when it states none)."""
+
+    cuda: str
+    torch: str | None = None
+    cxx11abi: bool | None = None
+
+    @property
+    def cuda_major_only(self) -> bool:
+        """'cu12' names a CUDA major: the wheel serves every 12.x torch ships."""
+        return len(self.cuda) == 4  # noqa: PLR2004 - 'cu' + two digits
+
+    @classmethod
+    def parse(cls, text: str) -> OtherLabel:
+        """A label of another farm's shape (lower case, as packaging normalizes it).
+
+        >>> OtherLabel.parse("cu124torch24")
+        OtherLabel(cuda='cu124', torch='2.4', cxx11abi=None)
+        >>> OtherLabel.parse("pt27cu128")
+        OtherLabel(cuda='cu128', torch='2.7', cxx11abi=None)
+        >>> OtherLabel.parse("cu12torch2.8cxx11abitrue")
+        OtherLabel(cuda='cu12', torch='2.8', cxx11abi=True)
+        """
+        match = _OTHER.match(text)
+        if match is None or (match[1] and match[4]):
+            msg = (
+                f"{text!r} is of no label shape the index reads (e.g. 'cu130torch2.14', "
+                f"'cu124torch24', 'pt27cu128', 'cu12torch2.8cxx11abiTRUE')"
+            )
+            raise ValueError(msg)
+        major, minor = (match[1], match[2]) if match[1] else (match[4], match[5])
+        torch = f"{major}.{int(minor)}" if major else None
+        abi = None if match[6] is None else match[6] == "true"
+        return cls(f"cu{match[3]}", torch, abi)

@@ -109,6 +109,7 @@ class ReleasesSource:
                 data = self.client.download(meta)
                 meta_sha = hashlib.sha256(data).hexdigest()
                 requires = parse_metadata(data).get("requires_python")
+        place = covers_for(legacy.record(name), name, matrix)
         return WheelEntry(
             filename=name,
             url=asset["browser_download_url"].replace("+", "%2B"),  # '+' can arrive as ' '
@@ -116,7 +117,8 @@ class ReleasesSource:
             size=asset["size"],
             requires_python=requires,
             metadata_sha256=meta_sha,
-            covers=covers_for(legacy.record(name), name, matrix),
+            covers=place.covers,
+            unfiled=place.reason,
         )
 
 

@@ -1,0 +1,201 @@
+"""The site owns its files, copies by sha256, and accounts for every wheel it is given."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.roots import REPO
+from wheelfarm.core.errors import SiteError
+from wheelfarm.core.label import OtherLabel
+from wheelfarm.core.wheelfile import write_wheel
+from wheelfarm.index import entries as reasons
+from wheelfarm.index.entries import account, covers_from_name
+from wheelfarm.index.site import OWNED, build_site
+from wheelfarm.index.sources import from_wheelhouse
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.model import Matrix
+from wheelfarm.matrix.plan import existing_build_ids
+
+W = "demo_pkg-1.0.0+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl"
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Matrix:
+    return load_matrix(REPO)
+
+
+def wheel(house: Path, name: str = W, body: bytes = b"") -> Path:
+    info = "-".join(name.split("-")[:2]) + ".dist-info"
+    path = house / name
+    write_wheel(
+        path,
+        {
+            "demo_pkg/__init__.py": body,
+            f"{info}/METADATA": b"Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0.0\n",
+            f"{info}/WHEEL": b"Wheel-Version: 1.0\nTag: cp312-cp312-manylinux_2_28_x86_64\n",
+        },
+        info,
+    )
+    return path
+
+
+def site(house: Path, out: Path, matrix: Matrix | None = None) -> None:
+    entries, files = from_wheelhouse(house, matrix, {})
+    build_site(entries, out, templates=REPO.templates, files=files)
+
+
+def test_refuses_an_out_holding_files_it_did_not_write(tmp_path: Path) -> None:
+    house, out = tmp_path / "house", tmp_path / "d"
+    house.mkdir()
+    wheel(house)
+    (out / "files").mkdir(parents=True)
+    (out / "files" / "thesis.tex").write_text("x")
+    with pytest.raises(SiteError, match=r"holds 1 file\(s\) wheelfarm did not write: files/thes"):
+        site(house, out)
+    assert [p.name for p in out.rglob("*")] == ["files", "thesis.tex"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "house"]  # no temp tree left
+
+
+def test_a_file_added_to_a_written_site_is_refused(tmp_path: Path) -> None:
+    house, out = tmp_path / "house", tmp_path / "site"
+    house.mkdir()
+    wheel(house)
+    site(house, out)
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    (out / "cu130" / "link").symlink_to(outside)
+    wheel(house, W.replace("cp312-cp312", "cp311-cp311"))
+    with pytest.raises(SiteError, match="cu130/link"):
+        site(house, out)
+    assert (outside / "keep.txt").read_text() == "keep"
+
+
+def test_out_may_not_be_a_link(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "out").symlink_to(tmp_path / "real")
+    with pytest.raises(SiteError, match="is a link or a file"):
+        build_site([], tmp_path / "out", templates=REPO.templates)
+
+
+def test_same_size_new_bytes_replace_the_copy_and_unchanged_files_are_linked(
+    tmp_path: Path,
+) -> None:
+    house, out = tmp_path / "house", tmp_path / "site"
+    house.mkdir()
+    path = wheel(house, body=b"a")
+    other = wheel(house, W.replace("cp312-cp312", "cp311-cp311"))
+    site(house, out)
+    kept_inode = (out / "files" / other.name).stat().st_ino
+    size = path.stat().st_size
+    for body in (bytes([c]) for c in b"bcdefghijklmnop"):  # new bytes of the same size
+        if wheel(house, body=body).stat().st_size == size:
+            break
+    assert path.stat().st_size == size
+    site(house, out)
+    assert (out / "files" / path.name).read_bytes() == path.read_bytes()
+    assert (out / "files" / other.name).stat().st_ino == kept_inode  # hard-linked, not copied
+    owned = json.loads((out / OWNED).read_text())["files"]
+    assert set(owned) == {
+        str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != OWNED
+    }
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize(
+    ("local", "expected"),
+    [
+        ("cu124torch24", OtherLabel("cu124", "2.4")),
+        ("cu124torch2.5gite2743ab", OtherLabel("cu124", "2.5")),
+        ("cu12torch2.8cxx11abitrue", OtherLabel("cu12", "2.8", cxx11abi=True)),
+        ("pt27cu128", OtherLabel("cu128", "2.7")),
+    ],
+)
+def test_other_farms_label_shapes(local: str, expected: OtherLabel) -> None:
+    assert OtherLabel.parse(local) == expected
+
+
+def test_placement_of_each_kind_of_wheel(shipped: Matrix) -> None:
+    def place(name: str) -> reasons.Placement:
+        return covers_from_name(name, shipped)
+
+    major = place("fa-2.8.3+cu12torch2.8cxx11abiTRUE-cp312-cp312-linux_x86_64.whl").covers
+    assert {c.cuda for c in major} == {
+        cuda for r in shipped.releases if r.minor == "2.8" for cuda in r.builds if "cu12" in cuda
+    }
+    assert place("fa-2.8.3+cu12torch2.8cxx11abiFALSE-cp312-cp312-linux_x86_64.whl").reason == (
+        reasons.CXX11_ABI
+    )
+    assert place("fa-1.0+cpu-cp312-cp312-linux_x86_64.whl").reason == reasons.CPU
+    assert place("fa-1.0+cu130torch2.14-cp312-cp312-macosx_14_0_arm64.whl").reason == reasons.MACOS
+    assert place("fa-1.0-cp312-cp312-linux_x86_64.whl").reason == reasons.NO_LABEL
+    anywhere = place("fa-1.0+cu130torch2.14-py3-none-any.whl").covers
+    assert {c.platform for c in anywhere} >= {"linux_x86_64", "win_amd64"}
+    assert "3." not in {c.python for c in anywhere}
+    old_abi3 = place("fa-1.0+cu118torch1.13-cp39-abi3-linux_x86_64.whl").covers
+    old_cp = place("fa-1.0+cu118torch1.13-cp39-cp39-linux_x86_64.whl").covers
+    assert old_abi3 == old_cp != ()  # a cell torch.yaml lacks: both twins filed, alike
+
+
+def test_duplicates_and_unfiled_are_reported_by_reason(shipped: Matrix) -> None:
+    from tests.unit.test_site import entry
+
+    names = [
+        "fa-1.0+cu124torch24-cp312-cp312-linux_x86_64.whl",
+        "fa-1.0+cu124torch2.4-cp312-cp312-linux_x86_64.whl",
+        "fa-1.0+cpu-cp312-cp312-linux_x86_64.whl",
+    ]
+    wheels = []
+    for n in names:
+        place = covers_from_name(n, shipped)
+        wheels.append(entry(n, covers=place.covers, unfiled=place.reason))
+    kept, unfiled = account([*wheels, wheels[0]])
+    assert sorted(e.filename for e in kept) == sorted(names[1:])  # '2.4' sorts before '24'
+    assert unfiled[reasons.DUPLICATE] == [names[0], names[0]]
+    assert unfiled[reasons.CPU] == [names[2]]
+
+
+def test_archs_and_partial_builds(tmp_path: Path, shipped: Matrix) -> None:
+    house = tmp_path / "house"
+    house.mkdir()
+    path = wheel(house)
+    record = {
+        "target": {},
+        "archs_found": {
+            "a.so": {"cubins": ["sm_90", "sm_100"], "ptx": []},
+            "b.so": {"cubins": ["sm_80"], "ptx": ["sm_100"]},
+        },
+    }
+    path.with_name(path.name + ".build.json").write_text(json.dumps(record))
+    policy = {"demo-pkg-1.0.0-cu130torch2.14-cp312-linux_x86_64": frozenset({"sm_80", "sm_120"})}
+    entries, files = from_wheelhouse(house, shipped, {}, policy)
+    assert entries[0].to_json()["archs"] == {
+        "sass": ["sm_80", "sm_90", "sm_100"],
+        "ptx": ["sm_100"],
+    }
+    assert entries[0].partial_archs
+    build_site(entries, tmp_path / "site", templates=REPO.templates, files=files)
+    assert existing_build_ids(tmp_path / "site" / "packages.json") == set()
+    assert (tmp_path / "site" / "packages.js").is_file()
+
+
+def test_cli_reports_unfiled_wheels_and_strict_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wheelfarm.cli import main
+
+    house, out = tmp_path / "house", tmp_path / "site"
+    house.mkdir()
+    wheel(house)
+    wheel(house, W.replace("+cu130torch2.14", "+cpu"))
+    argv = ["index", "--root", str(REPO.path), "--wheelhouse", str(house), "--out", str(out)]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert "1 of 2 wheels" in first and f"1  {reasons.CPU}" in first
+    mtime = (out / OWNED).stat().st_mtime_ns
+    assert main([*argv, "--strict"]) == SiteError.exit_code  # the rerun reads no wheel
+    assert capsys.readouterr().out.splitlines()[1:] == first.splitlines()[1:]
+    assert (out / OWNED).stat().st_mtime_ns == mtime
