@@ -1,8 +1,11 @@
 """Relabel a built wheel with the farm's local version: file name, METADATA, .dist-info and
-RECORD together, or pip rejects it (docs/adr/0005-relabel.md)."""
+RECORD together, or pip rejects it (docs/adr/0005-relabel.md). METADATA also gets the torch
+range the label promises, so no resolver (nor `pip install -U torch`) pairs the wheel with a torch
+it was not built for."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
@@ -10,19 +13,57 @@ from packaging.version import Version
 
 from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import BuildError
+from wheelfarm.core.label import Label
 from wheelfarm.core.wheelfile import dist_info, read_files, write_wheel
+
+# An unconditional torch requirement (bare or versioned; no extras, no marker): ours replaces it
+_TORCH_LINE = re.compile(r"^Requires-Dist:\s*torch\s*(?:[(<>=!~][^;\[]*)?$", re.IGNORECASE)
+
+
+def torch_requirement(label: Label) -> str | None:
+    """The torch a wheel of `label` loads into: its built minor only (torch's C++ ABI changes
+    every minor), every torch from its floor on the stable ABI, any for a torch-free wheel.
+
+    >>> torch_requirement(Label("cu130", "2.14")), torch_requirement(Label("cu130", "2.10", True))
+    ('torch>=2.14,<2.15', 'torch>=2.10')
+    >>> torch_requirement(Label("cu130")) is None
+    True
+    """
+    if label.torch is None:
+        return None
+    if label.stable:
+        return f"torch>={label.torch}"
+    major, minor = label.torch.split(".")
+    return f"torch>={label.torch},<{major}.{int(minor) + 1}"
+
+
+def with_torch(lines: list[str], requirement: str | None) -> list[str]:
+    """METADATA lines whose headers hold `requirement` as the one unconditional torch
+    requirement (in place of an existing one; the body after the first blank line is kept)."""
+    if requirement is None:
+        return lines
+    end = lines.index("") if "" in lines else len(lines)
+    header = lines[:end]
+    at = next((i for i, line in enumerate(header) if _TORCH_LINE.match(line)), end)
+    header = [line for line in header if not _TORCH_LINE.match(line)]
+    header.insert(at, f"Requires-Dist: {requirement}")
+    return header + lines[end:]
 
 
 def relabel(wheel: Path, label: str, out_dir: Path) -> Path:
-    """Give `wheel` the local version `+label`; return the new file (the old one is kept)."""
+    """Give `wheel` the local version `+label` and its torch range; return the new file (the old
+    one is kept), or `wheel` itself when it already has both."""
     _, version, build, _ = parse_wheel_filename(wheel.name)
-    if version.local == label:
-        return wheel
-    if version.local is not None:
+    if version.local not in (None, label):
         msg = (
             f"{wheel.name} already has local version {version.local!r}; expected none or {label!r}"
         )
         raise BuildError(msg)
+    try:
+        requirement = torch_requirement(Label.parse(label))
+    except ValueError as exc:
+        msg = f"cannot relabel {wheel.name}: {exc}"
+        raise BuildError(msg) from exc
     new_version = Version(f"{version.public}+{label}")
     try:
         files = read_files(wheel)
@@ -31,17 +72,20 @@ def relabel(wheel: Path, label: str, out_dir: Path) -> Path:
     except READ_ERRORS as exc:  # a damaged zip, no single .dist-info, no METADATA, not UTF-8
         msg = f"{wheel.name}: not a wheel relabel can read ({exc!r}); see the compile log"
         raise BuildError(msg) from exc
+    lines = [
+        f"Version: {new_version}" if line.startswith("Version:") else line
+        for line in meta.split("\n")
+    ]
+    new_meta = "\n".join(with_torch(lines, requirement))
+    if version.local == label and new_meta == meta:
+        return wheel
     dist_name = old_info.removesuffix(".dist-info").rsplit("-", 1)[0]
     new_info = f"{dist_name}-{new_version}.dist-info"
     renamed: dict[str, bytes] = {}
     for n, data in files.items():
         top, _, rest = n.partition("/")
         renamed[f"{new_info}/{rest}" if top == old_info else n] = data
-    lines = [
-        f"Version: {new_version}" if line.startswith("Version:") else line
-        for line in meta.split("\n")
-    ]
-    renamed[f"{new_info}/METADATA"] = "\n".join(lines).encode("utf-8")
+    renamed[f"{new_info}/METADATA"] = new_meta.encode("utf-8")
     file_tags = wheel.name.removesuffix(".whl").split("-")[-3:]  # tags kept verbatim
     parts = [wheel.name.split("-", 1)[0], str(new_version).replace("-", "_")]
     if build:

@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
 """Install a wheelfarm wheel that matches this machine: the torch (and its CUDA) already installed
-in the target Python, that Python's version, and the platform. Standalone (standard library
-only): copy it anywhere, or fetch it from a farm's site (`<site>/install.py`).
+in the target Python, that Python's version, the platform, the GPU and the driver. Standalone
+(standard library only): copy it anywhere, or fetch it from a farm's site (`<site>/install.py`).
 
     python install.py flash-attn --index https://OWNER.github.io/REPO/
     python install.py causal-conv1d==1.7.0 --index URL --python .venv/bin/python --uv
     python install.py flash-attn --index URL --dry-run     # print the command only
+    python install.py flash-attn --index URL --print-requirement [url|hash]
 
-It reads `<index>/packages.json`, picks the newest wheel of the package whose covered cells
-include (CUDA, torch, Python, platform), and runs pip (or uv) against that (CUDA, torch) index.
+It reads `<index>/packages.json`, picks the newest wheel (PEP 440 order) of the package whose
+covered cells include (CUDA, torch, Python, platform), refuses it when `nvidia-smi` reports a GPU
+it has no SASS or PTX for (the archs packages.json lists) or a driver too old for its CUDA
+(`--ignore-gpu` installs it anyway), and runs pip (or uv) against that (CUDA, torch) index with
+the installed torch pinned, so the installer cannot swap torch. `--print-requirement` prints a
+hash-pinned requirement instead: `name @ URL#sha256=...` (url) or `name==VERSION --hash=sha256:...`
+(hash, for a requirements file). The index must be https (plain http only on loopback) or file.
 Exit codes: 0 installed (or printed), 1 no matching wheel, 2 bad usage, a --python that does not
-run or has no torch, 3 the index cannot be read; else pip's own. Errors are one line on stderr.
+run or has no torch, 3 the index cannot be read, 4 the wheel will not run on this GPU or driver;
+else pip's own. Errors are one line on stderr.
 """
 
 from __future__ import annotations
@@ -22,42 +29,58 @@ import re
 import shlex
 import subprocess
 import sys
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
+from typing import NoReturn
 
-USAGE, UNREADABLE_INDEX = 2, 3
+USAGE, UNREADABLE_INDEX, WILL_NOT_RUN = 2, 3, 4
 MAX_INDEX_BYTES = 256 << 20  # packages.json of a 100,000-wheel farm is well under this
 PROBE_SECONDS = 120  # importing torch can take a while on a cold disk
 MAX_DETAIL = 120  # characters of a parser's complaint shown in a message
+CELL = ("cuda", "torch", "python", "platform")  # what a wheel's `covers` must match
+LOOPBACK = ("127.0.0.1", "localhost", "::1")  # plain http is allowed to these only
+# The oldest driver each CUDA major's runtime runs on (minor-version compatibility), (Linux,
+# Windows). Source: NVIDIA, "CUDA Compatibility" (docs.nvidia.com/deploy/cuda-compatibility),
+# table "CUDA Toolkit and Minimum Required Driver Version for CUDA Minor Version Compatibility".
+# The farm's matrix/drivers.yaml holds the same (a test keeps the two equal).
+DRIVER_FLOORS = {
+    "11": ("450.80.02", "452.39"),
+    "12": ("525.60.13", "527.41"),
+    "13": ("580.65.06", "580.88"),
+}
+_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
+_ARCH = re.compile(r"(?:sm|compute)_(\d+)[af]?")
+_VERSION = re.compile(
+    r"v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)"
+    r"(?:[-_.]?(?P<pre>alpha|beta|preview|pre|a|b|c|rc)[-_.]?(?P<pre_n>\d*))?"
+    r"(?:-(?P<post_implicit>\d+)|[-_.]?(?P<post>post|rev|r)[-_.]?(?P<post_n>\d*))?"
+    r"(?:[-_.]?(?P<dev>dev)[-_.]?(?P<dev_n>\d*))?"
+    r"(?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?",
+    re.IGNORECASE,
+)
+Gpu = tuple[tuple[int, int], str]  # (compute capability, driver version)
+_PRE_RANK = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
 
 PROBE = r"""
 import json, sys, sysconfig
+from importlib import metadata
 try:
     import torch
 except ImportError:
     torch = None
+try:  # the installed distribution's version: PyPI's torch says 2.14.1 where __version__ says +cu130
+    dist = metadata.version("torch")
+except metadata.PackageNotFoundError:
+    dist = None
 print(json.dumps({
     "python": "%d.%d" % sys.version_info[:2],
     "platform": sysconfig.get_platform().replace("-", "_"),  # linux_x86_64, win_amd64, ...
     "torch": torch.__version__ if torch else None,
     "cuda": torch.version.cuda if torch else None,
+    "dist": dist or (torch.__version__ if torch else None),
 }))
 """
-
-
-def normalize(name: str) -> str:
-    """PEP 503 name normalization."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def version_key(version: str) -> tuple[object, ...]:
-    """Sort key for the public part of simple versions like 2.8.3.post2 (newest last)."""
-    public = version.split("+", 1)[0]
-    parts: list[object] = []
-    for piece in re.split(r"[.]", public):
-        match = re.match(r"(\d+)(.*)", piece)
-        parts.append((int(match[1]), match[2]) if match else (-1, piece))
-    return tuple(parts)
 
 
 class HelperError(Exception):
@@ -68,8 +91,66 @@ class HelperError(Exception):
         self.code = code
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (no usage block), like every other error here."""
+
+    def error(self, message: str) -> NoReturn:
+        msg = f"{message}; see --help"
+        raise HelperError(msg, USAGE)
+
+
+def normalize(name: str) -> str:
+    """PEP 503 name normalization."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def version_key(text: str) -> tuple[object, ...]:
+    """PEP 440 sort key, so that 2.0rc1 < 2.0 < 2.0.post1 and a local label sorts above its
+    public version (the ordering packaging.version.Version implements; a test compares them).
+    A ValueError for what PEP 440 does not allow."""
+    match = _VERSION.fullmatch(text.strip())
+    if match is None:
+        msg = f"{text!r} is not a PEP 440 version"
+        raise ValueError(msg)
+    release = [int(p) for p in match["release"].split(".")]
+    while len(release) > 1 and release[-1] == 0:  # 1.0 == 1.0.0
+        release.pop()
+    post = match["post_implicit"] or ((match["post_n"] or "0") if match["post"] else None)
+    if match["pre"]:
+        pre = (_PRE_RANK[match["pre"].lower()], int(match["pre_n"] or 0))
+    elif post is None and match["dev"]:
+        pre = (-1, 0)  # 1.0.dev1 sorts before 1.0a1
+    else:
+        pre = (3, 0)  # a release after its pre-releases
+    local = tuple(
+        (1, int(p), "") if p.isdigit() else (0, 0, p.lower())  # numbers above words
+        for p in re.split(r"[-_.]", match["local"] or "")
+        if p
+    )
+    dev = (0, int(match["dev_n"] or 0)) if match["dev"] else (1, 0)
+    return (int(match["epoch"] or 0), tuple(release), pre, int(post or -1), dev, local)
+
+
+def check_url(url: str, what: str) -> None:
+    """https, http on loopback, or file: whoever can rewrite the index picks what runs here."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+    except ValueError as exc:
+        msg = f"{what} {url!r} is not a URL ({exc}); give https://HOST/PATH/"
+        raise HelperError(msg, USAGE) from exc
+    if parts.scheme in ("https", "file") or (parts.scheme == "http" and host in LOOPBACK):
+        return
+    msg = (
+        f"{what} {url!r} is not https; use https:// (plain http only to "
+        f"{', '.join(LOOPBACK)}), or file:// for a site on this machine"
+    )
+    raise HelperError(msg, USAGE)
+
+
 def probe(python: str) -> dict[str, str]:
-    """The target interpreter's Python, platform, torch and CUDA (all strings)."""
+    """The target interpreter's Python, platform, torch minor, installed torch version (what a
+    pin must name) and CUDA."""
     fix = "give the path of a Python interpreter with torch installed, e.g. .venv/bin/python"
     try:
         out = subprocess.run(
@@ -94,6 +175,7 @@ def probe(python: str) -> dict[str, str]:
             "torch": ".".join(str(found["torch"]).split("+")[0].split(".")[:2]),
             "python": str(found["python"]),
             "platform": str(found["platform"]),
+            "torch_version": str(found["dist"]),
         }
     except (OSError, subprocess.SubprocessError) as exc:  # missing, not executable, failed
         detail = getattr(exc, "stderr", None) or exc
@@ -106,10 +188,10 @@ def probe(python: str) -> dict[str, str]:
 
 
 def read_index(root: str) -> list[dict[str, object]]:
-    """The wheels listed in `<root>packages.json`, each checked to have what `choose` reads."""
+    """The wheels listed in `<root>packages.json`, each checked to have what the helper reads."""
     url = root + "packages.json"
     try:
-        with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - http(s) or file, the user's choice
+        with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - check_url ran
             body = response.read(MAX_INDEX_BYTES + 1)
     except (OSError, http.client.HTTPException, ValueError) as exc:  # URLError is an OSError
         reason = getattr(exc, "reason", None) or exc
@@ -120,14 +202,14 @@ def read_index(root: str) -> list[dict[str, object]]:
         raise HelperError(msg, UNREADABLE_INDEX)
     try:
         wheels = json.loads(body)["wheels"]
-        keys = ("name", "version", "public_version", "filename")
+        keys = ("name", "version", "public_version", "filename", "url", "sha256")
         for w in wheels:
             if not all(isinstance(w[k], str) for k in keys) or not all(
-                isinstance(c[k], str)
-                for c in w["covers"]
-                for k in ("cuda", "torch", "python", "platform")
+                isinstance(c[k], str) for c in w["covers"] for k in CELL
             ):
                 raise TypeError(w)  # noqa: TRY301 - one message for every wrong shape
+            version_key(w["version"])
+            wheel_archs(w)
     except (ValueError, KeyError, TypeError) as exc:
         msg = f"{url} is not a wheelfarm packages.json ({_short(exc)}); check --index"
         raise HelperError(msg, UNREADABLE_INDEX) from exc
@@ -140,23 +222,110 @@ def _short(exc: Exception) -> str:
     return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 3] + "..."
 
 
+def wheel_archs(wheel: dict[str, object]) -> tuple[set[int], set[int]] | None:
+    """(SASS, PTX) capabilities packages.json lists for a wheel ('sm_86' -> 86); None when it
+    lists none (an index written before archs were recorded). A ValueError for another shape."""
+    archs = wheel.get("archs")
+    if archs is None:
+        return None
+    if not isinstance(archs, dict):
+        msg = f"archs of {wheel['filename']} is {archs!r}, not {{'sass': [...], 'ptx': [...]}}"
+        raise ValueError(msg)  # noqa: TRY004 - read_index reports every bad shape as ValueError
+    found: list[set[int]] = []
+    for kind in ("sass", "ptx"):
+        names = archs.get(kind, [])
+        matches = [_ARCH.fullmatch(n) if isinstance(n, str) else None for n in names or [None]]
+        if not isinstance(names, list) or (names and None in matches):
+            msg = f"archs.{kind} of {wheel['filename']} is {names!r}, not a list like ['sm_80']"
+            raise ValueError(msg)
+        found.append({int(m[1]) for m in matches if m})
+    return found[0], found[1]
+
+
+def gpus() -> list[Gpu]:
+    """(compute capability, driver version) of every GPU nvidia-smi reports; none without it."""
+    query = ["--query-gpu=compute_cap,driver_version", "--format=csv,noheader"]
+    try:
+        lines = subprocess.run(
+            ["nvidia-smi", *query], capture_output=True, text=True, check=True,
+            stdin=subprocess.DEVNULL, timeout=30,
+        ).stdout.splitlines()  # fmt: skip
+        found = []
+        for line in filter(str.strip, lines):
+            cap, driver = (field.strip() for field in line.split(","))
+            major, minor = cap.split(".")
+            found.append(((int(major), int(minor)), driver))
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return []
+    return found
+
+
+def runs_on(cc: tuple[int, int], sass: set[int], ptx: set[int]) -> bool:
+    """A cubin runs on its major's GPUs at or above its minor; PTX is JIT-compiled forward."""
+    have = cc[0] * 10 + cc[1]
+    return any(s // 10 == cc[0] and s <= have for s in sass) or any(p <= have for p in ptx)
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+def refusals(wheel: dict[str, object], machine: dict[str, str], found: list[Gpu]) -> list[str]:
+    """Why `wheel` will not run on these GPUs and driver: no SASS or PTX for a GPU, or a driver
+    below its CUDA major's floor. Empty when it will, or when there is nothing to compare."""
+    reasons = []
+    archs = wheel_archs(wheel)
+    if archs is not None:
+        sass, ptx = archs
+        carried = ", ".join(
+            [*(f"sm_{s}" for s in sorted(sass)), *(f"PTX {p}" for p in sorted(ptx))]
+        )
+        for i, (cc, _) in enumerate(found):
+            if not runs_on(cc, sass, ptx):
+                reasons.append(
+                    f"GPU {i} (compute capability {cc[0]}.{cc[1]}) has no SASS or PTX in it "
+                    f"(it carries {carried or 'no device code'}); build it for {cc[0]}.{cc[1]}"
+                )
+    cuda = str(wheel.get("cuda") or machine["cuda"])
+    floors = DRIVER_FLOORS.get(cuda[2:-1])
+    if found and floors:
+        floor = floors[machine["platform"].startswith("win")]
+        driver = found[0][1]
+        if _numbers(driver) < _numbers(floor):
+            reasons.append(
+                f"driver {driver} is older than {floor}, the oldest that runs CUDA "
+                f"{cuda[2:-1]}.x (NVIDIA's CUDA Compatibility); upgrade the NVIDIA driver"
+            )
+    return reasons
+
+
 def choose(
     wheels: list[dict[str, object]], package: str, pin: str | None, machine: dict[str, str]
 ) -> dict[str, object] | None:
     """The newest wheel of `package` (== `pin` when given) that covers this machine's cell."""
-    want = {k: machine[k] for k in ("cuda", "torch", "python", "platform")}
+    want = {k: machine[k] for k in CELL}
+    field = "version" if pin and "+" in pin else "public_version"
     fits = [
         w
         for w in wheels
         if w["name"] == package
-        and (pin is None or w["public_version"] == pin)
+        and (pin is None or version_key(str(w[field])) == version_key(pin))
         and any({k: c[k] for k in want} == want for c in w["covers"])  # type: ignore[attr-defined]
     ]
     return max(fits, key=lambda w: version_key(str(w["version"])), default=None)
 
 
+def parse_requirement(text: str) -> tuple[str, str | None]:
+    """(normalized name, pinned version or None) of PACKAGE or PACKAGE==VERSION."""
+    name, sep, pin = (part.strip() for part in text.partition("=="))
+    if not _NAME.fullmatch(name) or (sep and not _VERSION.fullmatch(pin)):
+        msg = f"{text!r} is not PACKAGE or PACKAGE==VERSION; give e.g. flash-attn==2.8.3"
+        raise HelperError(msg, USAGE)
+    return normalize(name), pin or None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser = Parser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("requirement", help="PACKAGE or PACKAGE==VERSION")
     parser.add_argument(
         "--index", required=True, help="the farm's site root, e.g. https://o.github.io/r/"
@@ -166,39 +335,81 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--uv", action="store_true", help="install with `uv pip` instead of pip")
     parser.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--ignore-gpu",
+        action="store_true",
+        help="install even when the wheel lacks this GPU's arch or needs a newer driver",
+    )
+    parser.add_argument(
+        "--print-requirement",
+        nargs="?",
+        const="url",
+        choices=("url", "hash"),
+        help="print a hash-pinned requirement (url: NAME @ URL#sha256=..., hash: NAME==VERSION "
+        "--hash=sha256:... for a requirements file) instead of running pip",
+    )
     try:
-        return install(args)
+        return install(parser.parse_args(argv))
     except HelperError as exc:
         print(f"install.py: error: {exc}", file=sys.stderr)
         return exc.code
 
 
 def install(args: argparse.Namespace) -> int:
-    """Read the index, probe the interpreter, pick the wheel, run (or print) the installer."""
-    name, _, pin = args.requirement.partition("==")
-    package, root = normalize(name), args.index.rstrip("/") + "/"
+    """Read the index, probe the interpreter, pick the wheel, check it against the GPU and
+    driver, and run (or print) the installer or the requirement."""
+    package, pin = parse_requirement(args.requirement)
+    check_url(args.index, "--index")
+    root = args.index.rstrip("/") + "/"
     wheels = read_index(root)
     machine = probe(args.python)
-    wheel = choose(wheels, package, pin or None, machine)
-    cell = ", ".join(f"{k} {v}" for k, v in machine.items())
+    wheel = choose(wheels, package, pin, machine)
+    cell = ", ".join(f"{k} {machine[k]}" for k in CELL)
     if wheel is None:
         combos = sorted({(c["cuda"], c["torch"]) for w in wheels if w["name"] == package
-                         for c in w["covers"]})  # fmt: skip
+                         for c in w["covers"]})  # type: ignore[attr-defined]  # fmt: skip
         have = ", ".join(f"{c}/torch{t}" for c, t in combos) or "none"
         print(f"no {package}{'==' + pin if pin else ''} wheel for {cell}; this index has "
               f"{package} for: {have}", file=sys.stderr)  # fmt: skip
         return 1
+    check_gpu(wheel, machine, ignore=args.ignore_gpu)
     index = f"{root}{machine['cuda']}/torch{machine['torch']}/"
-    spec = f"{package}=={wheel['version']}"
+    print(f"# {cell}: {wheel['filename']}", file=sys.stderr)
+    if args.print_requirement:
+        url = urllib.parse.urljoin(root, str(wheel["url"]))  # a local site's are relative
+        check_url(url, f"the URL of {wheel['filename']}")
+        if args.print_requirement == "url":
+            print(f"{package} @ {url}#sha256={wheel['sha256']}")
+        else:
+            print(f"{package}=={wheel['version']} --hash=sha256:{wheel['sha256']}")
+            print(f"# in a requirements file after: --extra-index-url {index}", file=sys.stderr)
+        return 0
     command = (["uv", "pip", "install", "--python", args.python] if args.uv
                else [args.python, "-m", "pip", "install"])  # fmt: skip
-    command += [spec, "--extra-index-url", index]
-    print(f"# {cell}: {wheel['filename']}", file=sys.stderr)
+    # torch pinned to the installed one: the resolver may not swap it for another build
+    command += [f"{package}=={wheel['version']}", f"torch=={machine['torch_version']}"]
+    command += ["--extra-index-url", index]
     print(shlex.join(command))
     if args.dry_run:
         return 0
     return subprocess.run(command, check=False).returncode
+
+
+def check_gpu(wheel: dict[str, object], machine: dict[str, str], *, ignore: bool) -> None:
+    """Refuse a wheel this machine's GPU or driver cannot run, unless told to go on; say what
+    could not be checked."""
+    found = gpus()
+    if not found:
+        print("# no NVIDIA GPU found (nvidia-smi): GPU and driver not checked", file=sys.stderr)
+    elif wheel_archs(wheel) is None:
+        print(f"# the index lists no archs for {wheel['filename']}: GPU not checked",
+              file=sys.stderr)  # fmt: skip
+    reasons = refusals(wheel, machine, found)
+    if reasons and not ignore:
+        msg = f"{wheel['filename']} will not run here: {'; '.join(reasons)}; or pass --ignore-gpu"
+        raise HelperError(msg, WILL_NOT_RUN)
+    for reason in reasons:
+        print(f"# warning (--ignore-gpu): {reason}", file=sys.stderr)
 
 
 if __name__ == "__main__":

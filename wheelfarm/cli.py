@@ -19,12 +19,11 @@ from wheelfarm.builder.build import BuildOptions, run_build, verify_wheel
 from wheelfarm.builder.envs import PIP_INDEX, default_cache
 from wheelfarm.builder.redist import install_toolkit
 from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
-from wheelfarm.core.errors import ConfigError, UsageError, WheelfarmError
+from wheelfarm.core.errors import ConfigError, SiteError, UsageError, WheelfarmError
 from wheelfarm.core.platforms import NAMES, host_platform
 from wheelfarm.core.root import FarmRoot, find_root
-from wheelfarm.doctor import diagnose, diagnose_installed, report
+from wheelfarm.doctor import diagnose, diagnose_index, diagnose_installed, report
 from wheelfarm.farm import (
-    SiteSummary,
     TargetQuery,
     check_artifacts,
     choose_target,
@@ -41,6 +40,7 @@ from wheelfarm.github.pulls import open_or_update
 from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.coverage import coverage, markdown, write_docs
 from wheelfarm.index.serve import make_server
+from wheelfarm.index.site import SiteResult
 from wheelfarm.matrix.expand import Expansion, expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
@@ -205,12 +205,20 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_site(out: Path, summary: SiteSummary) -> None:
-    r = summary.result
+SHOWN_UNFILED = 3  # wheel names printed per reason
+
+
+def _print_site(out: Path, r: SiteResult) -> None:
     print(
-        f"site {out}: {len(summary.entries)} wheels in {r.combos} (cuda, torch) indexes; "
-        f"{len(r.written)} files written, {r.unchanged} unchanged, {len(r.removed)} removed"
+        f"site {out}: {r.filed} of {r.wheels} wheels in {r.combos} (cuda, torch) "
+        f"indexes; {len(r.written)} files written, {r.unchanged} unchanged, "
+        f"{len(r.removed)} removed"
     )
+    if r.unfiled:
+        print(f"{sum(map(len, r.unfiled.values()))} wheel(s) in no (cuda, torch) index:")
+    for reason, names in sorted(r.unfiled.items(), key=lambda kv: -len(kv[1])):
+        more = f" and {len(names) - SHOWN_UNFILED} more" if len(names) > SHOWN_UNFILED else ""
+        print(f"  {len(names):>6}  {reason}: {', '.join(names[:SHOWN_UNFILED])}{more}")
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -222,7 +230,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     else:
         summary = index_releases(matrix, expansion, _client(args.github, args), args.out, **common)
     _print_site(args.out, summary)
-    return 0
+    return SiteError.exit_code if args.strict and summary.unfiled else 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -328,7 +336,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     root = _root(args)
     target = Path(args.target)
-    if target.suffix == ".whl":
+    if args.index:
+        checks = diagnose_index(args.target, args.index, args.python, root)
+    elif target.suffix == ".whl":
         checks = diagnose(_path(target, "wheel"), args.python, root)
     else:
         checks = diagnose_installed(args.target, args.python, root)
@@ -504,6 +514,11 @@ def _site_commands(add: Add) -> None:
         action="store_true",
         help="let the new site drop wheels the previous one listed",
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 7 when a wheel is in no (cuda, torch) index (the reasons are printed)",
+    )
     p.add_argument("--title", default="wheelfarm")
 
     p = add(
@@ -551,6 +566,12 @@ def _doctor_command(add: Add) -> None:
     p.add_argument("target", help="a wheel file, or the name of an installed package")
     p.add_argument(
         "--python", default=sys.executable, help="the interpreter to check (default: this one)"
+    )
+    p.add_argument(
+        "--index",
+        metavar="URL",
+        help="check the wheel of package TARGET that a farm's index offers this interpreter, "
+        "from its packages.json (the site root; nothing downloaded)",
     )
 
 

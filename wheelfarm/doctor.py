@@ -13,7 +13,8 @@ value found, the value needed and the one command that fixes it:
    it that failed (undefined c10 symbols, a missing libcudart, GLIBC, the driver...).
 
 The interpreter is probed in a subprocess; the GPU and driver come from NVML (nvidia-ml-py) when
-installed, else `nvidia-smi`."""
+installed, else `nvidia-smi`. A wheel is read from its file, from the interpreter's installed
+copy, or from a farm's packages.json (`--index`: its archs when listed; nothing downloaded)."""
 
 from __future__ import annotations
 
@@ -28,12 +29,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from packaging.tags import Tag
-from packaging.utils import parse_wheel_filename
+from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from wheelfarm.builder.binary import inspect_binary
-from wheelfarm.core.errors import UsageError
-from wheelfarm.core.label import Label
+from wheelfarm.core.errors import SiteError, UsageError
+from wheelfarm.core.http import make_session, request
+from wheelfarm.core.label import Label, cuda_tag, torch_minor
 from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.load import parse_yaml
@@ -116,6 +118,7 @@ class WheelFacts:
     tag: Tag
     cubins: set[int] = field(default_factory=set)
     ptx: set[int] = field(default_factory=set)
+    archs_known: bool = True  # False: an index entry that lists no archs
 
 
 def passed(name: str, found: str, needed: str) -> Check:
@@ -289,8 +292,11 @@ def _gpu(w: WheelFacts, env: Env) -> Check:
     if env.gpu is None:
         return failed("gpu", "no NVIDIA GPU found (NVML, nvidia-smi)", needed,
                      "run on the machine with the GPU")  # fmt: skip
-    ok = runs_on(env.gpu, w.cubins, w.ptx)
     cc = f"{env.gpu[0]}.{env.gpu[1]}"
+    if not w.archs_known:
+        return failed("gpu", f"compute capability {cc}", "archs the index does not list",
+                      f"download {w.filename} and run: wheelfarm doctor {w.filename}")  # fmt: skip
+    ok = runs_on(env.gpu, w.cubins, w.ptx)
     fix = "" if ok else f"build for it: wheelfarm build --local --package {w.name} --archs {cc}"
     return Check("gpu", ok, f"compute capability {cc}", needed, fix)
 
@@ -389,6 +395,93 @@ def diagnose_installed(name: str, python: str, root: FarmRoot) -> list[Check]:
     env = probe(python)
     env.gpu, env.driver = gpu_and_driver()
     return [*_checks(facts, env, root), import_check(python, None, modules)]
+
+
+def diagnose_index(name: str, index: str, python: str, root: FarmRoot) -> list[Check]:
+    """The seven checks of the wheel a farm's index offers this interpreter, from its
+    packages.json alone (nothing downloaded): it is not installed, so import fails with the
+    command that installs it."""
+    env = probe(python)
+    env.gpu, env.driver = gpu_and_driver()
+    base = index.rstrip("/") + "/"
+    entry = _pick(_index_wheels(base), canonicalize_name(name), env, base)
+    try:
+        facts = _entry_facts(entry)
+    except (KeyError, TypeError, ValueError) as exc:
+        msg = (
+            f"{base}packages.json: the entry {str(entry.get('filename'))!r} is unreadable ({exc!r})"
+        )
+        raise SiteError(msg) from exc
+    where = f"{facts.label.cuda}/torch{facts.label.torch}/" if facts.label else ""
+    fix = f"pip install '{facts.name}=={entry['version']}' --extra-index-url {base}{where}"
+    return [*_checks(facts, env, root), failed("import", "not installed", "import succeeds", fix)]
+
+
+def _index_wheels(base: str) -> list[dict[str, Any]]:
+    """The wheels of `<base>packages.json` (a URL, or a site folder on this machine)."""
+    url = base + "packages.json"
+    try:
+        if "://" in url:
+            body = request(make_session(), "GET", url).content
+        else:
+            body = Path(url).read_bytes()
+        wheels = json.loads(body)["wheels"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        msg = f"--index {base!r}: cannot read a wheelfarm packages.json ({exc!r}); give a site root"
+        raise SiteError(msg) from exc
+    if not isinstance(wheels, list) or not all(isinstance(w, dict) for w in wheels):
+        msg = f"{url}: 'wheels' is not a list of wheel entries; give a wheelfarm site root"
+        raise SiteError(msg)
+    return wheels
+
+
+def _pick(wheels: list[dict[str, Any]], name: str, env: Env, base: str) -> dict[str, Any]:
+    """The wheel whose covered cell is this interpreter's, else the one nearest to it (the
+    checks then say what differs); newest first among equals."""
+    cell = {
+        "cuda": cuda_tag(env.cuda) if env.cuda else None,
+        "torch": torch_minor(env.torch) if env.torch else None,
+        "python": env.python,
+        "platform": env.platform,
+    }
+
+    def nearness(w: dict[str, Any]) -> tuple[int, Version]:
+        covers = w.get("covers") or [{}]
+        agree = max(sum(c.get(k) == v for k, v in cell.items()) for c in covers)
+        return agree, Version(str(w["version"]))
+
+    mine = [w for w in wheels if canonicalize_name(str(w.get("name", ""))) == name]
+    if not mine:
+        names = sorted({str(w.get("name")) for w in wheels})
+        msg = f"{base}packages.json lists no {name} wheel; it has: {', '.join(names) or 'none'}"
+        raise UsageError(msg)
+    try:
+        return max(mine, key=nearness)
+    except (InvalidVersion, KeyError, TypeError, AttributeError) as exc:
+        msg = f"{base}packages.json: a {name} entry is unreadable ({exc!r})"
+        raise SiteError(msg) from exc
+
+
+def _entry_facts(entry: dict[str, Any]) -> WheelFacts:
+    """Name, label, tag and (when listed) archs of a packages.json entry."""
+    name, version, _, tags = parse_wheel_filename(entry["filename"])
+    facts = WheelFacts(entry["filename"], name, _label(version.local), min(tags, key=str))
+    archs = entry.get("archs")
+    if archs is None:
+        facts.archs_known = False
+        return facts
+    facts.cubins = {_sm(a) for a in archs.get("sass", [])}
+    facts.ptx = {_sm(a) for a in archs.get("ptx", [])}
+    return facts
+
+
+def _sm(arch: str) -> int:
+    """'sm_90' (or 'sm_90a', 'compute_90') -> 90; a ValueError for another spelling."""
+    match = re.fullmatch(r"(?:sm|compute)_(\d+)[af]?", arch)
+    if match is None:
+        msg = f"arch {arch!r} is not like 'sm_90'"
+        raise ValueError(msg)
+    return int(match[1])
 
 
 def report(checks: list[Check]) -> str:

@@ -4,14 +4,16 @@ and driver, which this machine lacks, come from a stand-in `nvidia-smi` first on
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
 from wheelfarm.core.wheelfile import dist_info, read_files, write_wheel
-from wheelfarm.doctor import decode
+from wheelfarm.doctor import decode, read_wheel
 
 from .conftest import DemoBuild, fresh_venv, retag, wheelfarm
 
@@ -29,8 +31,10 @@ def smi(tmp_path: Path, answer: str) -> dict[str, str]:
     return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
 
 
-def doctor(wheel: Path, python: Path, env: dict[str, str]) -> tuple[int, dict[str, str]]:
-    result = wheelfarm("doctor", wheel, "--python", python, env=env, check=False)
+def doctor(
+    target: Path | str, python: Path, env: dict[str, str], *extra: str | Path
+) -> tuple[int, dict[str, str]]:
+    result = wheelfarm("doctor", target, "--python", python, *extra, env=env, check=False)
     lines = {
         line.split()[1]: line
         for line in result.stdout.splitlines()
@@ -117,6 +121,45 @@ def test_an_import_without_torch_fails_and_names_it(demo_build: DemoBuild, tmp_p
     assert code == 1
     assert lines["torch"].startswith("FAIL") and "no torch" in lines["torch"]
     assert lines["import"].startswith("FAIL") and "No module named 'torch'" in lines["import"]
+
+
+def list_archs(manifest: Path, wheel: Path) -> None:
+    """Give each entry of a site's packages.json the archs of `wheel`'s fatbins, as the index
+    lists them, where it does not yet (every wheel of these sites carries the demo's binaries)."""
+    data = json.loads(manifest.read_text())
+    facts = read_wheel(wheel)
+    archs = {"sass": [f"sm_{s}" for s in sorted(facts.cubins)],
+             "ptx": [f"sm_{p}" for p in sorted(facts.ptx)]}  # fmt: skip
+    for entry in data["wheels"]:
+        entry.setdefault("archs", archs)
+    manifest.write_text(json.dumps(data))
+
+
+def test_index_mode_checks_the_offered_wheel_without_downloading_it(
+    demo_build: DemoBuild, venv: Path, tmp_path: Path
+) -> None:
+    """`doctor NAME --index SITE`: the wheel for this interpreter, judged from packages.json."""
+    house, site = tmp_path / "house", tmp_path / "site"
+    house.mkdir()
+    shutil.copy(demo_build.wheel, house)
+    shutil.copy(demo_build.wheel.with_name(demo_build.wheel.name + ".build.json"), house)
+    wheelfarm("index", "--wheelhouse", house, "--out", site)
+    manifest = json.loads((site / "packages.json").read_text())
+    code, lines = doctor("wheelfarm-demo", venv, smi(tmp_path, "9.0, 580.82.07"), "--index", site)
+    assert code == 1
+    assert lines["import"].startswith("FAIL") and "found not installed" in lines["import"]
+    if "archs" not in manifest["wheels"][0]:  # an index that does not list them yet
+        assert lines["gpu"].startswith("FAIL") and "archs the index does not list" in lines["gpu"]
+    list_archs(site / "packages.json", demo_build.wheel)
+    code, lines = doctor("wheelfarm-demo", venv, smi(tmp_path, "7.5, 535.104.05"), "--index", site)
+    assert code == 1
+    assert lines["gpu"].startswith("FAIL") and "sm_80, sm_90, PTX 90" in lines["gpu"]
+    assert lines["driver"].startswith("FAIL") and "driver >= 580.65.06" in lines["driver"]
+    assert all(lines[c].startswith("pass") for c in ("python", "platform", "torch", "cuda"))
+    result = wheelfarm("doctor", "wheelfarm-demo", "--python", venv, "--index", site,
+                       env=smi(tmp_path, "9.0, 580.82.07"), check=False)  # fmt: skip
+    assert f"--extra-index-url {site}/cu130/torch2.14/" in result.stdout
+    assert result.stdout.count("FAIL") == 1  # only import: the wheel would run once installed
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.target import resolve
 from wheelfarm.builder.verify import Expectation, verify_static
 from wheelfarm.core.errors import BuildError, PlanError, ToolchainError
-from wheelfarm.core.wheelfile import metadata, write_wheel
+from wheelfarm.core.wheelfile import metadata, record_problems, write_wheel
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import ArchList
@@ -80,11 +80,12 @@ def test_host_compiler_check(
             toolchain.check_compiler(Version(cuda), {}, limit)
 
 
-def _wheel(tmp: Path, version: str = "1.0") -> Path:
+def _wheel(tmp: Path, version: str = "1.0", headers: str = "") -> Path:
     info = f"demo_pkg-{version}.dist-info"
+    meta = f"Metadata-Version: 2.1\nName: demo-pkg\nVersion: {version}\n{headers}"
     files = {
         "demo_pkg/__init__.py": b"",
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: demo-pkg\nVersion: {version}\n".encode(),
+        f"{info}/METADATA": meta.encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nTag: cp312-cp312-linux_x86_64\n",
     }
     path = tmp / f"demo_pkg-{version}-cp312-cp312-linux_x86_64.whl"
@@ -112,6 +113,36 @@ def test_relabel_rewrites_name_metadata_dist_info_and_record(tmp_path: Path) -> 
     )
     # only the missing device code is wrong: name, METADATA and RECORD agree
     assert report.problems == ["no shared object carries CUDA device code (no fatbin)"]
+
+
+@pytest.mark.parametrize(
+    ("label", "headers", "requires"),
+    [
+        ("cu130torch2.14", "", ["torch>=2.14,<2.15"]),
+        ("cu130torch2.9", "Requires-Dist: torch\nRequires-Dist: einops\n",
+         ["torch>=2.9,<2.10", "einops"]),
+        ("cu130torch2.10.stable", "Requires-Dist: torch>=2.0\n\nA body.\n", ["torch>=2.10"]),
+        ("cu130", "Requires-Dist: numpy\n", ["numpy"]),
+        ("cu130torch2.14", 'Requires-Dist: torch; extra == "test"\n',
+         ['torch; extra == "test"', "torch>=2.14,<2.15"]),
+    ],
+)  # fmt: skip
+def test_relabel_pins_the_torch_minor_it_was_built_for(
+    tmp_path: Path, label: str, headers: str, requires: list[str]
+) -> None:
+    """One torch requirement, the label's range, in place of a bare one; RECORD stays true."""
+    out = relabel(_wheel(tmp_path, headers=headers), label, tmp_path / "out")
+    assert metadata(out).get("requires_dist", []) == requires
+    assert record_problems(out) == []
+
+
+def test_relabel_adds_the_torch_range_to_a_wheel_labelled_at_build(tmp_path: Path) -> None:
+    """causal-conv1d sets its label itself: the wheel keeps its name and gains the range."""
+    labelled = _wheel(tmp_path, "1.0+cu130torch2.14", "Requires-Dist: torch\n")
+    out = relabel(labelled, "cu130torch2.14", tmp_path / "out")
+    assert out.name == labelled.name and out != labelled
+    assert metadata(out)["requires_dist"] == ["torch>=2.14,<2.15"]
+    assert relabel(out, "cu130torch2.14", tmp_path / "again") == out  # nothing left to change
 
 
 def test_relabel_refuses_a_different_existing_label(tmp_path: Path) -> None:

@@ -654,7 +654,8 @@ def test_install_helper_unreadable_index_is_one_line_exit_3(
 
 def test_install_helper_reads_a_good_index(tmp_path: Path) -> None:
     wheel = {"name": "demo", "version": "1.0+cu130torch2.14", "public_version": "1.0",
-             "filename": NAME, "covers": [{"cuda": "cu130", "torch": "2.14", "python": "3.12",
-                                           "platform": "linux_x86_64"}]}  # fmt: skip
+             "filename": NAME, "url": f"https://example.org/{NAME}", "sha256": "0" * 64,
+             "covers": [{"cuda": "cu130", "torch": "2.14", "python": "3.12",
+                         "platform": "linux_x86_64"}]}  # fmt: skip
     (tmp_path / "packages.json").write_text(json.dumps({"wheels": [wheel]}))
     assert _helper().read_index(tmp_path.as_uri() + "/") == [wheel]
