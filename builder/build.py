@@ -30,6 +30,7 @@ from wheelfarm.core.errors import BuildError, ToolchainError, VerifyError, Wheel
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import os_of
 from wheelfarm.core.proc import call
+from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +139,7 @@ def compile_env(
     env["CCACHE_BASEDIR"] = str(work)
     env["CCACHE_NOHASHDIR"] = "1"
     env["CCACHE_SLOPPINESS"] = "include_file_mtime,include_file_ctime,time_macros"
+    env["SOURCE_DATE_EPOCH"] = str(SOURCE_DATE_EPOCH)  # what setuptools stamps the wheel with
     if sys.platform == "win32":
         env["DISTUTILS_USE_SDK"] = "1"  # torch's build raises without it under vcvars
     env.update(pkg.env)

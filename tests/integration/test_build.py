@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
+from wheelfarm.core.http import sha256_file
 from wheelfarm.core.wheelfile import dist_info, write_wheel
 
 from .conftest import DemoBuild, fresh_venv, pip, wheelfarm
@@ -170,3 +171,15 @@ def test_a_wheel_that_fails_verify_never_reaches_the_wheelhouse(
     assert "[7/8] verify FAILED" in result.stderr
     assert list(out.glob("*.whl")) == []  # nothing publishable left behind
     assert (out / "logs").is_dir() and any(work.iterdir())  # logs and work folder kept
+
+
+def test_the_same_target_built_again_elsewhere_gives_the_same_bytes(
+    demo_build: DemoBuild, tmp_path: Path, cache_dir: Path
+) -> None:
+    """Another work folder, another time: repair and all, the wheel is byte-identical."""
+    out = tmp_path / "again"
+    result = wheelfarm("build", "--local", "--out", out, "--work", tmp_path / "elsewhere",
+                       "--cache", cache_dir)  # fmt: skip
+    again = Path(result.stdout.strip().splitlines()[-1])
+    assert again.name == demo_build.wheel.name
+    assert sha256_file(again) == sha256_file(demo_build.wheel)
