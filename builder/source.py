@@ -9,19 +9,19 @@ import shutil
 import stat
 import tarfile
 import zipfile
-from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from typing import IO
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urljoin
 
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 from packaging.version import InvalidVersion
 
 from wheelfarm.core.archive import READ_ERRORS, Budget, Limits
 from wheelfarm.core.errors import BuildError
-from wheelfarm.core.http import download, make_session, request
+from wheelfarm.core.http import download, make_session
 from wheelfarm.core.proc import call
 from wheelfarm.core.root import FarmRoot
+from wheelfarm.core.simple import project_files
 from wheelfarm.matrix.model import PackageVersion
 
 DEFAULT_SDIST_INDEX = "https://pypi.org/simple/"
@@ -36,39 +36,19 @@ _GIT_PROTOCOLS = (
 )
 
 
-class _Links(HTMLParser):
-    """Anchors of a PEP 503 project page: (text, href)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[tuple[str, str]] = []
-        self._href: str | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self._href = dict(attrs).get("href")
-
-    def handle_data(self, data: str) -> None:
-        if self._href is not None:
-            self.links.append((data.strip(), self._href))
-            self._href = None
-
-
 def sdist_url(index: str, name: str, version: str) -> str:
     """Find the sdist of name==version on a PEP 503 index page."""
     page = urljoin(index if index.endswith("/") else index + "/", f"{canonicalize_name(name)}/")
     with make_session() as session:
-        html = request(session, "GET", page).text
-    parser = _Links()
-    parser.feed(html)
-    for text, href in parser.links:
-        if not text.endswith(_SDIST):
+        files = project_files(session, page)
+    for file in files:
+        if not file.filename.endswith(_SDIST):
             continue
         try:
-            sname, sversion = parse_sdist_filename(text)
+            sname, sversion = parse_sdist_filename(file.filename)
         except (InvalidSdistFilename, InvalidVersion):
             continue  # an index page may link anything; only sdist names count
-        url = urldefrag(urljoin(page, href)).url
+        url = file.url
         # the URL's last segment names the cached file and picks the unpacker
         if sname == canonicalize_name(name) and str(sversion) == version and url.endswith(_SDIST):
             return url

@@ -14,7 +14,8 @@ from packaging.version import Version
 
 from tests.roots import REPO
 from wheelfarm.builder import toolchain
-from wheelfarm.builder.source import fetch
+from wheelfarm.builder.source import fetch, sdist_url
+from wheelfarm.index.serve import served
 from wheelfarm.matrix.model import PackageVersion, Source
 
 pytestmark = pytest.mark.integration
@@ -55,3 +56,16 @@ def test_cuda13_toolkit_from_pypi_wheels(tmp_path: Path) -> None:
     assert tc.cuda_home == home
     assert (tc.version.major, tc.version.minor) == (13, 0)
     assert (home / "include" / "cuda_runtime.h").is_file()
+
+
+def test_the_sdist_is_found_on_a_pep503_page(tmp_path: Path) -> None:
+    page = tmp_path / "simple" / "causal-conv1d"
+    page.mkdir(parents=True)
+    (page / "index.html").write_text(
+        '<a href="../../f/causal_conv1d-1.7.0-py3-none-any.whl#sha256=00">causal_conv1d-1.7.0-py3-none-any.whl</a>'
+        '<a href="../../f/causal_conv1d-1.6.0.tar.gz#sha256=11">causal_conv1d-1.6.0.tar.gz</a>'
+        '<a href="../../f/causal_conv1d-1.7.0.tar.gz#sha256=22">causal_conv1d-1.7.0.tar.gz</a>'
+    )
+    with served(tmp_path) as url:
+        found = sdist_url(f"{url}simple", "causal_conv1d", "1.7.0")
+    assert found == f"{url}f/causal_conv1d-1.7.0.tar.gz"
