@@ -168,11 +168,17 @@ def check_import(
     *,
     python: str,
     log: Path,
+    requires: tuple[str, ...] = (),
 ) -> None:
-    """Install the wheel into a fresh venv beside the target's torch and import its modules."""
+    """Install the wheel into a fresh venv beside the target's torch (none for a torch-free
+    wheel), with the package's `import_requires` from the default index, and import its
+    modules (after torch, which loads the libraries a torch extension needs)."""
     py = envs.overlay(torch_env, venv, python=python, log=log)
+    if requires:
+        envs.pip_install(py, *requires, log=log)
     envs.pip_install(py, "--no-deps", "--no-index", wheel, log=log)
-    code = "import torch\n" + "".join(f"import {m}\n" for m in imports)
+    first = "import torch\n" if torch_env is not None else ""
+    code = first + "".join(f"import {m}\n" for m in imports)
     try:
         call([py, "-c", code], log=log)
     except BuildError as exc:
@@ -216,7 +222,15 @@ def verify_wheel(
         log = work / "verify.log"
         py = find_python(target.build.python, python)
         torch_env = target_torch_env(target, cache=cache, python=py, index=index, log=log)
-        check_import(wheel, target.package.imports, torch_env, work / "venv", python=py, log=log)
+        check_import(
+            wheel,
+            target.package.imports,
+            torch_env,
+            work / "venv",
+            python=py,
+            log=log,
+            requires=target.package.import_requires,
+        )
         shutil.rmtree(work, ignore_errors=True)
     return report
 
@@ -330,7 +344,15 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         repaired = REPAIRERS[build.platform].repair(job)
     with steps.step("verify") as log:
         report = _verified_static(repaired, target)
-        check_import(repaired, pkg.imports, torch_env, work / "verify-venv", python=python, log=log)
+        check_import(
+            repaired,
+            pkg.imports,
+            torch_env,
+            work / "verify-venv",
+            python=python,
+            log=log,
+            requires=pkg.import_requires,
+        )
         # only a verified wheel reaches the wheelhouse (where publish and the planner look)
         opts.out_dir.mkdir(parents=True, exist_ok=True)
         wheel = Path(shutil.move(repaired, opts.out_dir / repaired.name))

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import yaml
 from jsonschema import Draft202012Validator, ValidationError
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -399,6 +400,15 @@ def _arch_rules(
     return out
 
 
+def _requirement_problem(text: str) -> str | None:
+    """Why `text` is not a PEP 508 requirement, or None when it is one."""
+    try:
+        Requirement(text)
+    except InvalidRequirement as exc:
+        return str(exc)
+    return None
+
+
 def _cross_field_checks(f: _File, data: dict[str, Any], versions: list[PackageVersion]) -> None:
     name = canonicalize_name(data["name"])
     if f.path.stem != name:
@@ -411,6 +421,9 @@ def _cross_field_checks(f: _File, data: dict[str, Any], versions: list[PackageVe
     for key in ("build_minutes_per_arch", "gb_per_job"):
         if key in data and not math.isfinite(data[key]):
             f.add([key], f"{data[key]!r} is not a finite number: give the measured value, e.g. 4")
+    for i, req in enumerate(data.get("import_requires", [])):
+        if problem := _requirement_problem(req):
+            f.add(["import_requires", i], f"{req!r} is not a PEP 508 requirement ({problem})")
     arch = data["arch"]
     if arch["via"] == "env" and "env" not in arch:
         f.add(["arch", "env"], "required when via is 'env' (the package's own arch variable)")
@@ -465,6 +478,7 @@ def _package(
         platforms=tuple(constraints.get("platforms", NAMES)),
         exclusions=tuple(exclusions),
         imports=tuple(data["import"]),
+        import_requires=tuple(data.get("import_requires", [])),
         vendor_allow=tuple(data.get("vendor_allow", [])),
         build_minutes_per_arch=float(data.get("build_minutes_per_arch", 10.0)),
         gb_per_job=float(data.get("gb_per_job", 3.0)),

@@ -195,6 +195,7 @@ class Package:
     platforms: tuple[str, ...] = NAMES
     exclusions: tuple[Exclusion, ...] = ()
     imports: tuple[str, ...] = ()
+    import_requires: tuple[str, ...] = ()
     vendor_allow: tuple[str, ...] = ()
     build_minutes_per_arch: float = 10.0
     gb_per_job: float = 3.0

@@ -55,8 +55,9 @@ def test_plan_build_publish_index_install(
         assert entry["url"].startswith(f"{gh.base}/download/wheelfarm-demo-v0.1.0/")
         with served(site) as url:
             py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
-            installed = pip(py, "install", "--no-cache-dir", "--index-url",
-                                       f"{url}cu130/torch2.14/", "wheelfarm-demo")  # fmt: skip
+            # --no-deps: torch is there already; the index serves no torch dependencies
+            installed = pip(py, "install", "--no-cache-dir", "--no-deps", "--index-url",
+                            f"{url}cu130/torch2.14/", "wheelfarm-demo")  # fmt: skip
             assert installed.returncode == 0, installed.stderr
         # the Releases, not the deployed site, say what exists
         again = wheelfarm("plan", *FILTERS, "--existing-releases", gh.repo, *api,

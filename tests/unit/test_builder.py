@@ -187,3 +187,25 @@ def test_pe_imports_are_read_from_a_real_windows_binary() -> None:
         assert all(policy.is_system(dll) for dll in info.needed)  # case-insensitive on Windows
     assert library_policy(REPO, "windows").is_provided("C10.DLL")
     assert not library_policy(REPO, "linux").is_provided("LIBC10.SO")
+
+
+@pytest.mark.parametrize("torch_free", [False, True])
+def test_check_import_installs_import_requires_and_imports_torch_only_when_present(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, torch_free: bool
+) -> None:
+    from wheelfarm.builder import build, envs
+
+    installs: list[tuple[object, ...]] = []
+    codes: list[str] = []
+    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
+    monkeypatch.setattr(envs, "pip_install", lambda py, *args, **k: installs.append(args))
+    monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[-1]))
+    torch_env = None if torch_free else envs.TorchEnv(tmp_path / "torch", "2.14.1", "cu130")
+    wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
+    build.check_import(
+        wheel, ("pkg", "pkg._C"), torch_env, tmp_path / "venv",
+        python="python3", log=tmp_path / "log", requires=("numpy", "scipy"),
+    )  # fmt: skip
+    assert installs == [("numpy", "scipy"), ("--no-deps", "--no-index", wheel)]
+    first = "" if torch_free else "import torch\n"
+    assert codes == [first + "import pkg\nimport pkg._C\n"]

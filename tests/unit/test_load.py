@@ -125,3 +125,15 @@ def test_torch_cuda_without_arch_list_is_caught(matrix_dir: Callable[..., Path])
     root = matrix_dir({"pkg": package_yaml("pkg")}, arch=arch)
     with pytest.raises(ConfigError, match=r"policy.12.6: no arch list for linux_aarch64"):
         load_matrix(root)
+
+
+def test_import_requires_is_read(matrix_dir: Callable[..., Path]) -> None:
+    good = package_yaml("pkg") + "import_requires: [numpy, 'scipy>=1.10']\n"
+    matrix = load_matrix(matrix_dir({"pkg": good}))
+    assert matrix.packages[0].import_requires == ("numpy", "scipy>=1.10")
+
+
+def test_import_requires_entry_must_be_a_requirement(matrix_dir: Callable[..., Path]) -> None:
+    bad = package_yaml("other") + "import_requires: [numpy, 'scipy >>= 1']\n"
+    with pytest.raises(ConfigError, match=r"import_requires\[1\]: 'scipy >>= 1' is not a PEP 508"):
+        load_matrix(matrix_dir({"other": bad}))
