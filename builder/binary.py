@@ -271,6 +271,20 @@ def _read_pe(data: bytes) -> BinaryInfo:
     return BinaryInfo(frozenset(cubins), frozenset(ptx), tuple(needed))
 
 
+BINARY_SUFFIXES = (".so", ".pyd", ".dll")
+
+
+def is_binary(name: str) -> bool:
+    """A shared object by its file name: .so, .pyd, .dll, or a versioned libfoo.so.1.
+
+    >>> is_binary("pkg/_C.cpython-312-x86_64-linux-gnu.so"), is_binary("x.libs/libgomp.so.1")
+    (True, True)
+    >>> is_binary("pkg/__init__.py")
+    False
+    """
+    return name.endswith(BINARY_SUFFIXES) or ".so." in name.rsplit("/", 1)[-1]
+
+
 def inspect_binary(data: bytes) -> BinaryInfo:
     """Dispatch on the file magic; anything else carries no device code.
 

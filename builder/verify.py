@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from packaging.tags import parse_tag
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from wheelfarm.builder.binary import BinaryInfo, inspect_binary
+from wheelfarm.builder.binary import BinaryInfo, inspect_binary, is_binary
 from wheelfarm.builder.policy import LibraryPolicy
 from wheelfarm.core.archive import READ_ERRORS, Budget, GiB, Limits, unsafe_reason
 from wheelfarm.core.platforms import platform_family
@@ -25,7 +25,6 @@ from wheelfarm.core.wheelname import python_tag
 from wheelfarm.matrix.model import ArchList
 
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_")
-_BINARY_SUFFIXES = (".so", ".pyd", ".dll")
 # A CUDA wheel for many archs unpacks to hundreds of MB; verify reads one member at a time.
 WHEEL_LIMITS = Limits(max_bytes=4 * GiB)
 
@@ -63,10 +62,6 @@ def _unmangle(name: str) -> str:
     """
     match = _MANGLED.match(name)
     return f"{match[1]}{match[2]}" if match else name
-
-
-def _is_binary(name: str) -> bool:
-    return name.endswith(_BINARY_SUFFIXES) or ".so." in PurePosixPath(name).name
 
 
 def _check_name(wheel: Path, want: Expectation, report: Report) -> None:
@@ -204,7 +199,7 @@ def _check_contents(wheel: Path, zf: zipfile.ZipFile, want: Expectation, report:
     glibc."""
     _check_wheel_file(wheel, zf, report)
     _check_metadata(wheel, zf, report)
-    binaries = [n for n in zf.namelist() if _is_binary(n)]
+    binaries = [n for n in zf.namelist() if is_binary(n)]
     for entry in binaries:  # anywhere in the wheel: torch/lib/libc10.so is no better than .libs
         if want.policy.is_provided(_unmangle(PurePosixPath(entry).name)):
             report.problems.append(

@@ -18,6 +18,7 @@ copy, or from a farm's packages.json (`--index`: its archs when listed; nothing 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -25,14 +26,14 @@ import subprocess
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from packaging.tags import Tag
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from wheelfarm.builder.binary import inspect_binary
+from wheelfarm.builder.binary import inspect_binary, is_binary
 from wheelfarm.core.errors import SiteError, UsageError
 from wheelfarm.core.http import make_session, request
 from wheelfarm.core.label import Label, cuda_tag, torch_minor
@@ -120,6 +121,12 @@ class WheelFacts:
     ptx: set[int] = field(default_factory=set)
     archs_known: bool = True  # False: an index entry that lists no archs
 
+    def add(self, data: bytes) -> None:
+        """Add the SASS and PTX of one shared object's fatbin."""
+        info = inspect_binary(data)
+        self.cubins |= {int(s[3:]) for s in info.cubins}
+        self.ptx |= {int(s[3:]) for s in info.ptx}
+
 
 def passed(name: str, found: str, needed: str) -> Check:
     return Check(name, ok=True, found=found, needed=needed)
@@ -202,10 +209,8 @@ def read_wheel(path: Path) -> WheelFacts:
         facts = WheelFacts(path.name, name, _label(version.local), min(tags, key=str))
         with zipfile.ZipFile(path) as zf:
             for member in zf.namelist():
-                if PurePosixPath(member).suffix in (".so", ".pyd") or ".so." in member:
-                    info = inspect_binary(zf.read(member))
-                    facts.cubins |= {int(s[3:]) for s in info.cubins}
-                    facts.ptx |= {int(s[3:]) for s in info.ptx}
+                if is_binary(member):
+                    facts.add(zf.read(member))
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         msg = f"{str(path)!r} is not a readable wheel: {exc}"
         raise UsageError(msg) from exc
@@ -375,12 +380,8 @@ def installed(python: str, name: str) -> tuple[WheelFacts, list[str]]:
         raise UsageError(msg) from exc
     facts = WheelFacts(f"{name}-{version}", name, _label(version.local), Tag(interp, abi, plat))
     for binary in dist["binaries"]:
-        try:
-            info = inspect_binary(Path(binary).read_bytes())
-        except (OSError, ValueError):
-            continue
-        facts.cubins |= {int(s[3:]) for s in info.cubins}
-        facts.ptx |= {int(s[3:]) for s in info.ptx}
+        with contextlib.suppress(OSError, ValueError):  # an unreadable file carries no archs
+            facts.add(Path(binary).read_bytes())
     return facts, list(dist["top"])
 
 
