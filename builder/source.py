@@ -178,6 +178,9 @@ def fetch(
         git_fetch = ["fetch", "--quiet", "--depth", "1", "--", s.git, s.commit]
         call(["git", *_GIT_PROTOCOLS, "-C", src_root, *git_fetch], log=log)
         call(["git", "-C", src_root, "checkout", "--quiet", "FETCH_HEAD"], log=log)
+        if s.submodules:  # the commits the superproject pins, over the same transports
+            update = ["submodule", "update", "--init", "--recursive", "--depth", "1"]
+            call(["git", *_GIT_PROTOCOLS, "-C", src_root, *update], log=log)
         tree = src_root
     elif s.path is not None:
         origin = root.inside(s.path, f"{package}: source path")

@@ -133,6 +133,7 @@ class Source:
     sha256: str | None = None
     git: str | None = None
     commit: str | None = None
+    submodules: bool = False  # git: also check out the submodules the commit pins
     path: str | None = None
 
     @property
