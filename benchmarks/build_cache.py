@@ -38,8 +38,8 @@ def build(cache: Path, ccache: Path, out: Path) -> dict[str, float]:
         text=True,
     )
     wheel = Path(result.stdout.strip().splitlines()[-1])
-    record = json.loads(wheel.with_name(wheel.name + ".build.json").read_text())
-    return {**record["steps_seconds"], **{f"ccache_{k}": v for k, v in record["ccache"].items()}}
+    timing = json.loads(wheel.with_name(wheel.name + ".build.json").read_text())["timing"]
+    return {**timing["steps_seconds"], **{f"ccache_{k}": v for k, v in timing["ccache"].items()}}
 
 
 def main() -> None:

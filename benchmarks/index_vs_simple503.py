@@ -1,6 +1,8 @@
 """`wheelfarm index` against simple503 on one wheelhouse of tiny wheels, in one run, each
 through its CLI: wall time and peak memory of a first build, then wheelfarm's unchanged rerun.
-Both hash every wheel, copy it and write its PEP 658 metadata.
+Both hash every wheel, place it in the site and write its PEP 658 metadata (simple503 copies
+each wheel; wheelfarm hard-links it, as it does for every wheelhouse on the site's file
+system). The wheelhouse has just been written, so both read it from the page cache.
 
 Usage: python benchmarks/index_vs_simple503.py [COUNT]   (pip install simple503 first)
 """

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 
 from wheelfarm import __version__
-from wheelfarm.builder import envs, source, toolchain
+from wheelfarm.builder import envs, shard, source, toolchain
 from wheelfarm.builder.ccache import wrap_compilers
 from wheelfarm.builder.platforms import REPAIRERS, RepairJob
 from wheelfarm.builder.policy import library_policy
@@ -36,15 +36,8 @@ logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 60.0  # a compile prints its progress this often
 STEPS = ("toolchain", "environment", "source", "compile", "relabel", "repair", "verify", "record")
-_RECORDED_ENV = (
-    "TORCH_CUDA_ARCH_LIST",
-    "MAX_JOBS",
-    "NVCC_THREADS",
-    "CUDA_HOME",
-    "CXX",
-    "CPATH",
-    "CCACHE_BASEDIR",
-)
+WORK = "<work>"  # the work folder as the build record writes it: rebuilds elsewhere match
+RECORD_VERSION = 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +52,16 @@ class BuildOptions:
     plat: str | None = None  # auditwheel --plat; None: the platform's manylinux tag
     python: str | None = None  # interpreter to build for; None: found from the target
     deadline: float | None = None  # time.time() at which the compile is stopped (a CI job's limit)
+    split: shard.Split | None = None  # a compile shard or the link build of a split compile
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedOptions:
+    """The options a build record keeps, so `verify --rebuild` builds the same way."""
+
+    torch_index: str
+    sdist_index: str
+    plat: str  # what auditwheel/delvewheel were given
 
 
 @dataclass
@@ -142,8 +145,36 @@ def compile_env(
     env["SOURCE_DATE_EPOCH"] = str(SOURCE_DATE_EPOCH)  # what setuptools stamps the wheel with
     if sys.platform == "win32":
         env["DISTUTILS_USE_SDK"] = "1"  # torch's build raises without it under vcvars
+    else:
+        env.update(prefix_maps(env, work))
     env.update(pkg.env)
-    return wrap_compilers(env, tc.cuda_home, work / "ccache-shims")
+    return wrap_compilers(env, tc.cuda_home, work / "ccache-shims", base=work)
+
+
+def prefix_maps(env: dict[str, str], work: Path) -> dict[str, str]:
+    """Compiler flags (appended to the user's) that write the work folder as `.` into objects
+    (debug info, __FILE__) and drop local symbols at link, where nvcc leaves the random name of
+    its temporary file: a cold build in another folder gives the same bytes.
+
+    >>> prefix_maps({"LDFLAGS": "-s"}, Path("/w"))["LDFLAGS"]
+    '-s -Wl,-x'
+    """
+    mapped = f"-ffile-prefix-map={work}=."
+    added = {
+        # setuptools adds CPPFLAGS to every C and C++ compile; CFLAGS and CXXFLAGS would
+        # replace Python's own (-O3 -DNDEBUG -g) instead
+        "CPPFLAGS": mapped,
+        "NVCC_APPEND_FLAGS": f"-Xcompiler={mapped}",  # nvcc's host compiles
+        "LDFLAGS": "-Wl,-x",
+    }
+    return {k: " ".join(filter(None, [env.get(k), v])) for k, v in added.items()}
+
+
+def set_by_build(env: dict[str, str], target: Target, work: Path) -> dict[str, str]:
+    """Every variable the build set or changed (against this process's environment) and the
+    package's own, sorted, with the work folder written as <work>."""
+    keys = {k for k, v in env.items() if os.environ.get(k) != v} | set(target.package.env)
+    return {k: env[k].replace(str(work), WORK) for k in sorted(keys) if k in env}
 
 
 def expectation(target: Target) -> Expectation:
@@ -328,8 +359,16 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
             log=log,
         )
     env = compile_env(target, tc, py.parent, torch_site, work, opts.cache)
+    env = shard.prepare(env, opts.split, src=src, work=work)
     with steps.step("compile") as log:
         built, ccache = compile_wheel(py, src, work / "dist", env, log, opts.deadline)
+        split = shard.finish(opts.split, ccache, env)
+    if opts.split is not None and opts.split.is_shard:  # its product is the cache; wheel a husk
+        shutil.rmtree(work, ignore_errors=True)
+        summary = shard.write_summary(
+            opts.out_dir, target.id, {**split, "ccache": ccache, "steps_seconds": steps.durations}
+        )
+        return BuildResult(summary, summary, steps.durations)
     with steps.step("relabel"):
         labelled = relabel(built, build.label, work / "relabelled")
     with steps.step("repair") as log:
@@ -357,7 +396,15 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         opts.out_dir.mkdir(parents=True, exist_ok=True)
         wheel = Path(shutil.move(repaired, opts.out_dir / repaired.name))
     with steps.step("record"):
-        record = write_record(wheel, target, tc, report, env, steps.durations, ccache, torch_env)
+        recorded = RecordedOptions(torch_index=index, sdist_index=opts.sdist_index, plat=job.plat)
+        timing: dict[str, object] = {
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "steps_seconds": steps.durations,
+            "ccache": ccache,
+        }
+        record = write_record(
+            wheel, target, tc, report, set_by_build(env, target, work), recorded, timing, torch_env
+        )
     shutil.rmtree(work, ignore_errors=True)
     return BuildResult(wheel, record, steps.durations)
 
@@ -368,17 +415,18 @@ def write_record(
     tc: toolchain.Toolchain,
     report: Report,
     env: dict[str, str],
-    durations: dict[str, float],
-    ccache: dict[str, int],
+    opts: RecordedOptions,
+    timing: dict[str, object],
     torch_env: envs.TorchEnv | None,
 ) -> Path:
-    """`<wheel>.build.json`: how this wheel was made, for users, the index and provenance."""
+    """`<wheel>.build.json`: how this wheel was made, for users, the index and provenance.
+    Everything but "timing" is the same when the same target is built again (in any work
+    folder): what publish hashes and `verify --rebuild` rebuilds from."""
     b, s = target.build, target.source
     data = {
-        "version": 1,
+        "version": RECORD_VERSION,
         "build_id": b.id,
         "wheelfarm": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "target": {
             "package": b.package,
             "version": b.version,
@@ -404,15 +452,15 @@ def write_record(
             "compiler": tc.compiler,
         },
         "torch": json.loads((torch_env.path / ".complete").read_text()) if torch_env else None,
-        "environment": {k: env[k] for k in (*_RECORDED_ENV, *target.package.env) if k in env},
+        "options": asdict(opts),
+        "environment": env,
         "archs_found": report.archs,
-        "steps_seconds": durations,
-        "ccache": ccache,
         "wheel": {
             "filename": wheel.name,
             "sha256": sha256_file(wheel),
             "size": wheel.stat().st_size,
         },
+        "timing": timing,
     }
     path = wheel.with_name(wheel.name + ".build.json")
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

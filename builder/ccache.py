@@ -35,7 +35,35 @@ def _script(path: Path, ccache: str, compiler: Path) -> None:
     path.chmod(0o755)
 
 
-def _posix(env: dict[str, str], ccache: str, cuda_home: Path, shims: Path) -> dict[str, str]:
+# cudafe++ hashes the real path of a .cu file into every symbol name it makes for the file (the
+# module id), so a cold compile in another work folder gives other bytes; nvcc has no prefix map
+# for it, but names the file by its path inside the work folder when told (-Xcudafe).
+_NVCC = """#!/bin/sh
+for arg in "$@"; do
+  case $arg in
+  *.cu)
+    src=$(realpath -- "$arg" 2>/dev/null) || break
+    case $src in {base}/*) set -- "$@" -Xcudafe "--orig_src_path_name=.${{src#{base}}}" ;; esac
+    break ;;
+  esac
+done
+exec {ccache} {nvcc} "$@"
+"""
+
+
+def _nvcc_script(path: Path, ccache: str, nvcc: Path, base: Path) -> None:
+    text = _NVCC.format(
+        base=shlex.quote(str(base.resolve())),
+        ccache=shlex.quote(ccache),
+        nvcc=shlex.quote(str(nvcc)),
+    )
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o755)
+
+
+def _posix(
+    env: dict[str, str], ccache: str, cuda_home: Path, shims: Path, base: Path
+) -> dict[str, str]:
     found = shutil.which(env.get("CXX", "c++"), path=env.get("PATH"))
     if found is None:
         return env  # no host compiler at all: the toolchain step reports it
@@ -54,7 +82,7 @@ def _posix(env: dict[str, str], ccache: str, cuda_home: Path, shims: Path) -> di
     for entry in (cuda_home / "bin").iterdir():
         if entry.name != "nvcc":
             (home / "bin" / entry.name).symlink_to(entry)
-    _script(home / "bin" / "nvcc", ccache, cuda_home / "bin" / "nvcc")
+    _nvcc_script(home / "bin" / "nvcc", ccache, cuda_home / "bin" / "nvcc", base)
     return {**wrapped, "CUDA_HOME": str(home)}
 
 
@@ -73,14 +101,22 @@ def _windows(env: dict[str, str], ccache: str, cuda_home: Path, shims: Path) -> 
 
 
 def wrap_compilers(
-    env: dict[str, str], cuda_home: Path, shims: Path, *, windows: bool = sys.platform == "win32"
+    env: dict[str, str],
+    cuda_home: Path,
+    shims: Path,
+    *,
+    base: Path,
+    windows: bool = sys.platform == "win32",
 ) -> dict[str, str]:
-    """`env` with ccache in front of the host compiler and nvcc (wrappers made in `shims`);
-    unchanged, with a warning, when ccache is not on its PATH."""
+    """`env` with ccache in front of the host compiler and nvcc (wrappers made in `shims`; on
+    Linux nvcc names each .cu by its path under `base`, the work folder); unchanged, with a
+    warning, when ccache is not on its PATH."""
     ccache = shutil.which("ccache", path=env.get("PATH"))
     if ccache is None:
         logger.warning("ccache is not on PATH: compiling uncached (pip install 'wheelfarm[build]')")
         return env
     shutil.rmtree(shims, ignore_errors=True)
-    wrap = _windows if windows else _posix
-    return wrap({**env, "TORCH_NO_COMPILER_WRAPPER": "1"}, ccache, cuda_home, shims)
+    env = {**env, "TORCH_NO_COMPILER_WRAPPER": "1"}
+    if windows:
+        return _windows(env, ccache, cuda_home, shims)
+    return _posix(env, ccache, cuda_home, shims, base)

@@ -7,6 +7,7 @@ libraries); the import check installs it into a fresh venv beside the target's t
 from __future__ import annotations
 
 import email.parser
+import hashlib
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -233,3 +234,26 @@ def _check_contents(wheel: Path, zf: zipfile.ZipFile, want: Expectation, report:
             )
     if device == 0:
         report.problems.append("no shared object carries CUDA device code (no fatbin)")
+
+
+def _member_hashes(wheel: Path) -> dict[str, str]:
+    """Each member's sha256, read a chunk at a time (a member can be a 1 GB library)."""
+    hashes = {}
+    with zipfile.ZipFile(wheel) as zf:
+        for info in zf.infolist():
+            digest = hashlib.sha256()
+            with zf.open(info) as member:
+                while chunk := member.read(1 << 20):
+                    digest.update(chunk)
+            hashes[info.filename] = digest.hexdigest()
+    return hashes
+
+
+def member_differences(wheel: Path, other: Path) -> list[str]:
+    """Where two wheels differ, member by member: what a rebuild that is not byte-identical
+    changed (a changed binary also changes RECORD, which is listed too)."""
+    mine, theirs = _member_hashes(wheel), _member_hashes(other)
+    out = [f"{n}: only in {wheel.name}" for n in sorted(mine.keys() - theirs.keys())]
+    out += [f"{n}: only in the rebuild" for n in sorted(theirs.keys() - mine.keys())]
+    out += [f"{n}: differs" for n in sorted(mine.keys() & theirs.keys()) if mine[n] != theirs[n]]
+    return out

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import quote
 
 from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name, parse_wheel_filename
@@ -16,6 +16,9 @@ from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.wheelname import build_id
 from wheelfarm.matrix.model import Matrix
 
+FILES_DIR = "files"  # where a local site keeps its wheels, relative to the site root
+_T = TypeVar("_T")
+Parsed = tuple[NormalizedName, Version, frozenset[Tag]]
 SAFE_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _INTERPRETER = re.compile(r"^[a-z]{2}([0-9])([0-9]+)$")  # 'cp312': Python 3.12
 
@@ -30,13 +33,33 @@ class Covered:
     platform: str
 
 
-@dataclass(frozen=True, kw_only=True)
+_SHARED: dict[object, object] = {}  # one object for equal versions, tag sets and strings
+
+
+def _shared(value: _T) -> _T:
+    """`value`, or the equal one already kept, for types whose equal values print the same:
+    100,000 wheels repeat a few hundred names, tag sets and Requires-Python strings, and each
+    copy would be held for as long as the index runs."""
+    return _SHARED.setdefault(value, value)  # type: ignore[return-value]
+
+
+def parse(filename: str) -> Parsed:
+    """A wheel's name, version and tags (InvalidWheelFilename, a ValueError, for a name that
+    is not a wheel's), each shared with the equal ones already parsed."""
+    name, version, _, tags = parse_wheel_filename(filename)
+    # a version is shared by its spelling: Version('1.0') == Version('1.0.0')
+    spelled = _SHARED.setdefault(("version", str(version)), version)
+    return _shared(name), spelled, _shared(tags)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class WheelEntry:
-    """Everything a project page and packages.json say about one wheel."""
+    """Everything a project page and packages.json say about one wheel (slots: an index holds
+    one per wheel, 100,000 of them)."""
 
     filename: str
-    url: str
     sha256: str
+    url: str = ""  # where pip gets it; "" for a local site's files/<filename> (see `link`)
     size: int
     requires_python: str | None = None
     metadata_sha256: str | None = None  # set only when <wheel>.metadata is published (PEP 658)
@@ -46,23 +69,40 @@ class WheelEntry:
     sass: tuple[str, ...] = ()  # SASS archs its build record found, e.g. 'sm_90'
     ptx: tuple[str, ...] = ()
     partial_archs: bool = False  # built with fewer archs than its build's policy (--archs)
+    # the file name parsed (`parse`); given by a caller that parsed it already
+    parsed: Parsed | None = field(default=None, repr=False, compare=False)
 
-    @cached_property
-    def _parsed(self) -> tuple[NormalizedName, Version, frozenset[Tag]]:
-        name, version, _, tags = parse_wheel_filename(self.filename)
-        return name, version, tags
+    def __post_init__(self) -> None:
+        if self.parsed is None:
+            object.__setattr__(self, "parsed", parse(self.filename))
+        if self.requires_python is not None:
+            object.__setattr__(self, "requires_python", _shared(self.requires_python))
+
+    @property
+    def _names(self) -> Parsed:
+        assert self.parsed is not None  # noqa: S101 - set in __post_init__
+        return self.parsed
 
     @property
     def name(self) -> NormalizedName:
-        return self._parsed[0]
+        return self._names[0]
 
     @property
     def version(self) -> Version:
-        return self._parsed[1]
+        return self._names[1]
 
     @property
     def tags(self) -> frozenset[Tag]:
-        return self._parsed[2]
+        return self._names[2]
+
+    @property
+    def link(self) -> str:
+        """The wheel's URL: absolute, or relative to a local site's root."""
+        return self.url or f"{FILES_DIR}/{quote(self.filename)}"
+
+    @property
+    def build_id(self) -> str:
+        return build_id(*self._names)
 
     @property
     def combos(self) -> set[tuple[str, str]]:
@@ -70,7 +110,7 @@ class WheelEntry:
         return {(c.cuda, c.torch) for c in self.covers}
 
     def to_json(self) -> dict[str, Any]:
-        name, version, tags = self._parsed
+        name, version, tags = self._names
         label = read_label(version.local)
         return {
             "filename": self.filename,
@@ -81,8 +121,8 @@ class WheelEntry:
             "cuda": label.cuda if label else None,
             "torch": label.torch if label else None,
             "tags": sorted(str(t) for t in tags),
-            "build_id": build_id(name, version, tags),
-            "url": self.url,
+            "build_id": self.build_id,
+            "url": self.link,
             "sha256": self.sha256,
             "size": self.size,
             "requires_python": self.requires_python,
@@ -118,7 +158,6 @@ class WheelEntry:
                     for c in _field(data, "covers", list, optional=True) or ()
                 ),
             )
-            _ = entry._parsed  # a wheel file name, or InvalidWheelFilename (a ValueError)
         except (KeyError, TypeError) as exc:
             msg = f"not a packages.json wheel entry: {exc}"
             raise ValueError(msg) from exc
@@ -181,6 +220,16 @@ def covers_from_name(
     `memo` keeps placements by (label, tag) for one matrix: a wheelhouse repeats them.
     """
     _, version, _, tags = parse_wheel_filename(filename)
+    return covers_from_parsed(version, tags, matrix, memo)
+
+
+def covers_from_parsed(
+    version: Version,
+    tags: frozenset[Tag],
+    matrix: Matrix | None,
+    memo: dict[tuple[str, str], Placement] | None = None,
+) -> Placement:
+    """covers_from_name for a name already parsed (an entry's version and tags)."""
     tag = min(tags, key=str)
     if memo is None:
         return _place(version, tag, matrix)

@@ -4,6 +4,8 @@ packages.json and the landing page. Refuses to lose published wheels; rewrites o
 from __future__ import annotations
 
 import ctypes
+import filecmp
+import glob
 import hashlib
 import json
 import os
@@ -11,22 +13,26 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 from packaging.version import Version
 
 from wheelfarm import __version__
+from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.label import cuda_version
-from wheelfarm.index.entries import WheelEntry, check_name
-from wheelfarm.index.sources import FILES_DIR, LocalFile
+from wheelfarm.core.wheelfile import read_metadata_bytes
+from wheelfarm.index.entries import FILES_DIR, WheelEntry, check_name
 
 MANIFEST = "packages.json"
 SCRIPT = "packages.js"  # the manifest as a script: the landing page works opened from disk
-OWNED = ".wheelfarm-site"  # every file the site wrote, with its sha256, and its input's digest
+OWNED = ".wheelfarm-site"  # line 1: its input's digest and counts; line 2: every file, sha256
 MANIFEST_VERSION = 1
 SHOWN = 5  # lost wheels or foreign files named in a refusal
 AT_FDCWD, RENAME_EXCHANGE = -100, 2  # linux/fcntl.h, linux/fs.h
@@ -34,9 +40,9 @@ AT_FDCWD, RENAME_EXCHANGE = -100, 2  # linux/fcntl.h, linux/fs.h
 
 @dataclass
 class SiteResult:
-    written: list[Path] = field(default_factory=list)
+    written: int = 0  # files written anew (the rest were linked from the old site)
     unchanged: int = 0
-    removed: list[Path] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
     combos: int = 0
     wheels: int = 0
     filed: int = 0  # wheels in at least one combo index
@@ -76,7 +82,7 @@ def anchor(e: WheelEntry, href: str) -> Markup:
 
 def _href(entry: WheelEntry, depth: int) -> str:
     """Absolute URLs stay; a local site's files/... link climbs `depth` folders."""
-    return entry.url if "://" in entry.url else "../" * depth + entry.url
+    return entry.url if "://" in entry.url else "../" * depth + entry.link
 
 
 def _shown(items: list[str]) -> str:
@@ -105,22 +111,24 @@ def read_manifest(out: Path) -> dict[str, WheelEntry]:
 
 @dataclass(frozen=True)
 class Owned:
-    """What the site on disk says it wrote: each file's sha256, and its input's digest."""
+    """What the site on disk says it wrote: each file's sha256, and what its source saved
+    with it (`Site.commit`'s cache: its reader checks the shape, nothing here trusts it)."""
 
     files: dict[str, str]
-    stamp: str = ""
+    cache: object = None
 
 
 def reuse(out: Path, input_key: str) -> SiteResult | None:
     """The site's own report when it was written from the same input (a caller's digest of
     everything it reads), so an unchanged rerun reads no wheel; else None."""
     try:
-        data = json.loads((out / OWNED).read_bytes())
+        with (out / OWNED).open("rb") as fh:
+            data = json.loads(fh.readline())  # the file list after it is not read
         if not input_key or data.get("input") != input_key:
             return None
         counts = data["counts"]
         return SiteResult(
-            unchanged=len(data["files"]),
+            unchanged=int(data["files"]),
             combos=int(counts["combos"]),
             wheels=int(counts["wheels"]),
             filed=int(counts["filed"]),
@@ -145,8 +153,12 @@ def read_owned(out: Path) -> Owned:
     if not out.is_dir():
         return Owned({})
     try:
-        data = json.loads(path.read_bytes()) if path.is_file() else {"files": {}}
-        owned = Owned(dict(data["files"]), str(data.get("stamp", "")))
+        data: dict[str, object] = {"files": {}}
+        if path.is_file():
+            with path.open("rb") as fh:
+                head, files = fh.readline(), fh.read()  # head: input and counts, for `reuse`
+            data = json.loads(files or head)  # a list of version 1 was one line
+        owned = Owned(dict(data["files"]), data.get("cache"))  # type: ignore[call-overload]
     except (ValueError, KeyError, TypeError) as exc:
         msg = (
             f"{path}: not a wheelfarm file list ({exc!r}; a site from an older wheelfarm keeps "
@@ -179,60 +191,187 @@ def _walk(folder: Path, prefix: str) -> list[str]:
 
 class _Writer:
     """Writes the new tree; a file whose sha256 the old site lists for the same path is
-    hard-linked from it rather than rewritten."""
+    hard-linked from it rather than rewritten. What is said of each wheel placed under
+    files/ (its files' sha256, the source's cache row) goes to spool files, not memory: a
+    site holds 100,000 of them."""
 
     def __init__(self, new: Path, out: Path, owned: Owned, result: SiteResult) -> None:
         self.new, self.out, self.owned, self.result = new, out, owned, result
-        self.files: dict[str, str] = {}
-        self._made: set[Path] = set()
+        self.files: dict[str, str] = {}  # pages and root files: path -> sha256
+        self.placed = 0
+        # each wheel's files and cache row, as JSON object members; closed by `close`
+        self._spools = (tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+"))  # noqa: SIM115
+        self._root = str(new)
+        self._made: set[str] = set()
 
-    def put(self, rel: str, data: bytes | None = None, file: LocalFile | None = None) -> None:
-        path = Path(os.path.normpath(self.new / rel))  # no syscalls: this runs 100,000 times
-        if self.new not in path.parents:
+    def close(self) -> None:
+        for spool in self._spools:
+            spool.close()
+
+    def _path(self, rel: str) -> tuple[str, str]:
+        """The absolute path for `rel` inside the new tree, and `rel` normalized."""
+        # os.path on strings, no syscalls: this runs 200,000 times for 100,000 wheels
+        path = os.path.normpath(os.path.join(self._root, rel))  # noqa: PTH118
+        if not path.startswith(self._root + os.sep):
             msg = f"refusing to write {rel!r}: outside {self.out}"
             raise SiteError(msg)
-        rel = path.relative_to(self.new).as_posix()
-        sha = file.sha256 if file is not None else hashlib.sha256(data or b"").hexdigest()
-        self.files[rel] = sha
-        self._mkdir(path.parent)
-        if self.owned.files.get(rel) == sha and self._link(rel, path):
+        self._mkdir(os.path.dirname(path))  # noqa: PTH120
+        return path, path[len(self._root) + 1 :].replace(os.sep, "/")
+
+    def _kept(self, rel: str, sha256: str, path: str) -> bool:
+        """Link the old site's copy when it has these bytes at this path."""
+        if self.owned.files.get(rel) == sha256 and _link(self.out / rel, path):
             self.result.unchanged += 1
-            return
-        if file is not None and file.source is not None:
-            shutil.copyfile(file.source, path)
-        else:
-            path.write_bytes((file.data if file is not None else data) or b"")
-        self.result.written.append(self.out / rel)
+            return True
+        return False
 
-    def _link(self, rel: str, path: Path) -> bool:
-        """Hard-link the old site's copy (a regular file, never a link); False when there is
-        none or the file system has no hard links."""
-        old = self.out / rel
+    def put(self, rel: str, data: bytes) -> None:
+        path, rel = self._path(rel)
+        sha = hashlib.sha256(data).hexdigest()
+        self.files[rel] = sha
+        if not self._kept(rel, sha, path):
+            _write(path, data)
+            self.result.written += 1
+
+    def place(
+        self,
+        wheel: Path,
+        name: str,
+        sha256: str,
+        metadata_sha256: str,
+        metadata: bytes | None,
+        cache: object = None,
+    ) -> None:
+        """files/NAME (a link to `wheel` where the file system allows, else a copy) and
+        files/NAME.metadata (`metadata`, or read from the wheel again when not kept); `cache`
+        is saved under NAME in the site's file list for the source's next run."""
+        if not name or name.startswith(".") or "/" in name or os.sep in name:
+            msg = f"refusing to place {name!r}: not a file name"
+            raise SiteError(msg)
+        path, rel = self._path(f"{FILES_DIR}/{name}")
+        if not self._kept(rel, sha256, path):
+            if not _link(wheel, path):
+                shutil.copyfile(wheel, path)
+            self.result.written += 1
+        if not self._kept(rel + ".metadata", metadata_sha256, path + ".metadata"):
+            try:
+                data = metadata if metadata is not None else read_metadata_bytes(wheel)
+            except READ_ERRORS as exc:
+                msg = f"{wheel}: not a readable farm wheel ({exc}); rebuild it or remove it"
+                raise SiteError(msg) from exc
+            _write(path + ".metadata", data)
+            self.result.written += 1
+        files, caches = self._spools
+        rel = json.dumps(rel)
+        files.write(
+            f'{rel}:{json.dumps(sha256)},{rel[:-1]}.metadata":{json.dumps(metadata_sha256)}\n'
+        )
+        if cache is not None:
+            row = json.dumps(cache, default=_jsonable, separators=(",", ":"))
+            caches.write(f"{json.dumps(name)}:{row}\n")
+        self.placed += 1
+
+    @contextmanager
+    def stream(self, *rels: str) -> Iterator[Callable[[str], None]]:
+        """Files written in pieces (the manifest, the flat page: tens of MB at 100,000 wheels),
+        the same text to each; their sha256 is taken as they are written."""
+        targets = [self._path(rel) for rel in rels]
+        handles = [open(path, "wb") for path, _ in targets]  # noqa: PTH123, SIM115 - closed below
+        digests = [hashlib.sha256() for _ in targets]
         try:
-            if not stat.S_ISREG(old.lstat().st_mode):
-                return False
-            os.link(old, path)
-        except OSError:
-            return False
-        return True
 
-    def _mkdir(self, folder: Path) -> None:
+            def write(text: str) -> None:
+                data = text.encode()
+                for fh, digest in zip(handles, digests, strict=True):
+                    fh.write(data)
+                    digest.update(data)
+
+            yield write
+        finally:
+            for fh in handles:
+                fh.close()
+        for (path, rel), digest in zip(targets, digests, strict=True):
+            self.files[rel] = digest.hexdigest()
+            if self.owned.files.get(rel) == self.files[rel]:
+                os.unlink(path)  # noqa: PTH108 - the old copy stays, mtime and all
+                if self._kept(rel, self.files[rel], path):
+                    continue
+                _write(path, (self.out / rel).read_bytes())  # the old one is not a plain file
+            self.result.written += 1
+
+    def _mkdir(self, folder: str) -> None:
         if folder not in self._made:
-            folder.mkdir(parents=True, exist_ok=True)
+            os.makedirs(folder, exist_ok=True)  # noqa: PTH103 - see _path
             self._made.add(folder)
 
-    def finish(self, stamp: str, input_key: str) -> None:
-        """Write the file list last, and note what the old site had that this one drops."""
-        listing = {
-            "version": 1,
-            "stamp": stamp,
+    def finish(self, input_key: str) -> None:
+        """Write the file list last (in pieces, from the spools), and note what the old site
+        had that this one drops."""
+        head = {
+            "version": 2,
             "input": input_key,
             "counts": self.result.counts(),
-            "files": dict(sorted(self.files.items())),
+            "files": len(self.files) + 2 * self.placed,
         }
-        (self.new / OWNED).write_text(json.dumps(listing, separators=(",", ":")) + "\n")
-        dropped = sorted(set(self.owned.files) - set(self.files))
-        self.result.removed = [self.out / r for r in dropped]
+        files, caches = self._spools
+        with (self.new / OWNED).open("w", encoding="utf-8") as fh:
+            fh.write(json.dumps(head, separators=(",", ":")) + '\n{"cache":{')
+            _join_lines(caches, fh)
+            fh.write('},"files":{')
+            pages = sorted(self.files.items())
+            fh.write(",".join(f"{json.dumps(rel)}:{json.dumps(sha)}" for rel, sha in pages))
+            if self.files and self.placed:
+                fh.write(",")
+            _join_lines(files, fh)
+            fh.write("}}\n")
+        old = self.out / OWNED
+        if old.is_file() and filecmp.cmp(old, self.new / OWNED, shallow=False):
+            (self.new / OWNED).unlink()  # the same list: keep the old file, mtime and all
+            _link(old, str(self.new / OWNED))
+        self.result.removed = sorted(
+            rel for rel in self.owned.files if not os.path.lexists(self.new / rel)
+        )
+
+
+def _join_lines(spool: IO[str], out: IO[str]) -> None:
+    """The spool's lines joined by commas: the members of a JSON object."""
+    spool.seek(0)
+    for i, line in enumerate(spool):
+        out.write(("," if i else "") + line.rstrip("\n"))
+
+
+def _jsonable(value: object) -> object:
+    """A source's cache values say how they are saved (`to_json`)."""
+    to_json = getattr(value, "to_json", None)
+    if to_json is None:
+        msg = f"{type(value).__name__} cannot be saved in the site's file list"
+        raise TypeError(msg)
+    return to_json()
+
+
+def _write(path: str, data: bytes) -> None:
+    """A new file (os.write: Python's file objects add three system calls per open, and this
+    runs 100,000 times)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def _link(old: Path | str, path: str) -> bool:
+    """Hard-link `old` (a regular file, never a link) at `path`: a wheel is never changed in
+    place (the builder moves new ones in), so a link is as good as a copy and costs no data
+    write. False when there is none or the two are on different file systems."""
+    try:
+        if not stat.S_ISREG(os.lstat(old).st_mode):
+            return False
+        os.link(old, path, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
 
 
 def _swap(new: Path, out: Path) -> None:
@@ -265,20 +404,10 @@ def _check_nothing_lost(out: Path, entries: list[WheelEntry], *, allow_removal: 
         raise SiteError(msg)
 
 
-class _Links:
-    """Each wheel's anchor, rendered once per href depth (a local site links ../../../files)."""
-
-    def __init__(self) -> None:
-        self._cache: dict[tuple[str, int], Markup] = {}
-
-    def __call__(self, items: list[WheelEntry], depth: int) -> list[Markup]:
-        out = []
-        for e in items:
-            key = (e.filename, depth if "://" not in e.url else 0)
-            if key not in self._cache:
-                self._cache[key] = anchor(e, _href(e, depth))
-            out.append(self._cache[key])
-        return out
+def _anchors(items: list[WheelEntry], depth: int) -> Iterator[Markup]:
+    """Each wheel's anchor for a page `depth` folders below the root, made as the page is
+    written rather than kept: most wheels appear on one project page."""
+    return (anchor(e, _href(e, depth)) for e in items)
 
 
 def _write_indexes(writer: _Writer, jinja: Environment, ordered: list[WheelEntry]) -> None:
@@ -289,7 +418,6 @@ def _write_indexes(writer: _Writer, jinja: Environment, ordered: list[WheelEntry
         name = check_name(e.name)
         for combo in e.combos:
             combos.setdefault(combo, {}).setdefault(name, []).append(e)
-    links = _Links()
     for (cuda, torch), projects in sorted(
         combos.items(), key=lambda kv: (cuda_version(kv[0][0]), Version(kv[0][1]))
     ):
@@ -299,10 +427,74 @@ def _write_indexes(writer: _Writer, jinja: Environment, ordered: list[WheelEntry
             root_t.render(title=f"wheelfarm {cuda} torch{torch}", names=sorted(projects)).encode(),
         )
         for project, items in sorted(projects.items()):
-            page = project_t.render(name=project, anchors=links(items, 3))
+            page = project_t.render(name=project, anchors=_anchors(items, 3))
             writer.put(f"{base}/{project}/index.html", page.encode())
-    flat = project_t.render(name="every wheel", anchors=links(ordered, 0))
-    writer.put("wheels.html", flat.encode())
+    with writer.stream("wheels.html") as flat:
+        for piece in project_t.generate(name="every wheel", anchors=_anchors(ordered, 0)):
+            flat(piece)
+
+
+class Site:
+    """A site being written: a new tree beside `out`, wheels placed in it as a source reads
+    them, then pages rendered and the tree swapped in by `commit`, so a reader sees the old
+    site or the new one, never half of one. Use it as a context manager: an unfinished tree
+    is removed."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = _site_folder(out)
+        self.owned = read_owned(self.out)
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned(self.out)
+        prefix = f".{self.out.name}.{os.getpid()}."
+        self.new = Path(tempfile.mkdtemp(prefix=prefix, suffix=".new", dir=self.out.parent))
+        self.result = SiteResult()
+        self._writer = _Writer(self.new, self.out, self.owned, self.result)
+        self.place = self._writer.place  # files/NAME and its .metadata, for one wheel
+
+    def __enter__(self) -> Site:  # noqa: PYI034 - typing.Self is 3.11+
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._writer.close()
+        shutil.rmtree(self.new, ignore_errors=True)  # unfinished, or the old tree after a swap
+
+    def commit(
+        self,
+        entries: list[WheelEntry],
+        *,
+        templates: Path,
+        extra: dict[str, bytes] | None = None,
+        allow_removal: bool = False,
+        title: str = "wheelfarm",
+        unfiled: dict[str, list[str]] | None = None,
+        input_key: str = "",
+    ) -> SiteResult:
+        """Render the pages for `entries` from the farm root's `templates` and swap the tree
+        in; `extra` adds root files (coverage.svg, install.py). `unfiled` (wheels in no combo,
+        by reason) and `input_key` (see `reuse`) are kept in the site's file list."""
+        _check_nothing_lost(self.out, entries, allow_removal=allow_removal)
+        result, writer = self.result, self._writer
+        result.combos = len({combo for e in entries for combo in e.combos})
+        result.wheels = len(entries)
+        result.filed = sum(1 for e in entries if e.covers)
+        result.unfiled = unfiled or {}
+        ordered = sorted(entries, key=lambda e: (e.name, e.version, e.filename))
+        jinja = _jinja(templates)
+        _write_indexes(writer, jinja, ordered)
+        with writer.stream(MANIFEST) as manifest, writer.stream(SCRIPT) as script:
+            script("window.wheelfarmPackages = ")
+            for piece in _manifest(ordered):
+                manifest(piece)
+                script(piece)
+            manifest("\n")
+            script(";\n")
+        writer.put("index.html", jinja.get_template("landing.html").render(title=title).encode())
+        writer.put(".nojekyll", b"")
+        for name, data in (extra or {}).items():
+            writer.put(name, data)
+        writer.finish(input_key)
+        _swap(self.new, self.out)
+        return result
 
 
 def build_site(
@@ -310,76 +502,43 @@ def build_site(
     out: Path,
     *,
     templates: Path,
-    files: list[LocalFile] | None = None,
     extra: dict[str, bytes] | None = None,
     allow_removal: bool = False,
     title: str = "wheelfarm",
     unfiled: dict[str, list[str]] | None = None,
-    input_key: str = "",
 ) -> SiteResult:
-    """Write the site for `entries` at `out` from the farm root's `templates`; `extra` adds
-    root files (coverage.svg, install.py). The new tree is built beside `out` and swapped in,
-    so a reader sees the old site or the new one, never half of one. `unfiled` (wheels in no
-    combo, by reason) and `input_key` (see `reuse`) are kept in the site's file list."""
-    out = _site_folder(out)
-    owned = read_owned(out)
-    _check_nothing_lost(out, entries, allow_removal=allow_removal)
-    result = SiteResult(
-        combos=len({combo for e in entries for combo in e.combos}),
-        wheels=len(entries),
-        filed=sum(1 for e in entries if e.covers),
-        unfiled=unfiled or {},
-    )
-    ordered = sorted(entries, key=lambda e: (e.name, e.version, e.filename))
-    manifest_bytes = _manifest(ordered)
-    stamp = _stamp(manifest_bytes, templates, title, extra, files, result.unfiled)
-    if owned.stamp == stamp:
-        return result  # same input as the site on disk: nothing to render or write
-    out.parent.mkdir(parents=True, exist_ok=True)
-    new = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".new", dir=out.parent))
-    try:
-        writer = _Writer(new, out, owned, result)
-        jinja = _jinja(templates)
-        _write_indexes(writer, jinja, ordered)
-        for f in files or []:
-            writer.put(f"{FILES_DIR}/{f.name}", file=f)
-        writer.put(MANIFEST, manifest_bytes)
-        writer.put(SCRIPT, b"window.wheelfarmPackages = " + manifest_bytes.rstrip() + b";\n")
-        writer.put("index.html", jinja.get_template("landing.html").render(title=title).encode())
-        writer.put(".nojekyll", b"")
-        for name, data in (extra or {}).items():
-            writer.put(name, data)
-        writer.finish(stamp, input_key)
-        _swap(new, out)
-    finally:
-        shutil.rmtree(new, ignore_errors=True)  # the old tree after the swap
-    return result
+    """The site of entries that link elsewhere (Releases assets): no files placed."""
+    with Site(out) as site:
+        return site.commit(
+            entries,
+            templates=templates,
+            extra=extra,
+            allow_removal=allow_removal,
+            title=title,
+            unfiled=unfiled,
+        )
 
 
-def _manifest(ordered: list[WheelEntry]) -> bytes:
-    """packages.json, one wheel at a time: the same bytes as dumping the whole object with
-    sorted keys, without holding every wheel's dict at once."""
-    compact = {"sort_keys": True, "separators": (",", ":")}
+def _remove_abandoned(out: Path) -> None:
+    """Delete trees a crashed run left beside `out` (.OUT.PID.*.new whose PID is gone); a
+    running one's tree is left alone."""
+    for tree in out.parent.glob(f".{glob.escape(out.name)}.*.new"):
+        pid = tree.name[len(out.name) + 2 :].split(".", 1)[0]
+        if not pid.isdigit() or tree.is_symlink() or not tree.is_dir():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(tree, ignore_errors=True)
+        except OSError:
+            continue  # alive under another user
+
+
+def _manifest(ordered: list[WheelEntry]) -> Iterator[str]:
+    """packages.json in pieces, one wheel at a time: the same text as dumping the whole
+    object with sorted keys, without holding every wheel's dict, or the text, at once."""
     head = {"generator": f"wheelfarm {__version__}", "version": MANIFEST_VERSION}
-    wheels = ",".join(json.dumps(e.to_json(), **compact) for e in ordered)  # type: ignore[arg-type]
-    return (json.dumps(head, **compact)[:-1] + f',"wheels":[{wheels}]}}\n').encode()  # type: ignore[arg-type]
-
-
-def _stamp(
-    manifest: bytes,
-    templates: Path,
-    title: str,
-    extra: dict[str, bytes] | None,
-    files: list[LocalFile] | None,
-    unfiled: dict[str, list[str]],
-) -> str:
-    """Digest of everything the site is rendered from (input, templates, extras, file list)."""
-    digest = hashlib.sha256(manifest + title.encode())
-    digest.update(json.dumps(unfiled, sort_keys=True).encode())
-    for template in sorted(templates.glob("*.html")):
-        digest.update(template.read_bytes())
-    for name, data in sorted((extra or {}).items()):
-        digest.update(name.encode() + data)
-    for f in sorted(files or [], key=lambda f: f.name):
-        digest.update(f"{f.name} {f.sha256}\n".encode())
-    return digest.hexdigest()
+    yield json.dumps(head, sort_keys=True, separators=(",", ":"))[:-1] + ',"wheels":['
+    for i, e in enumerate(ordered):
+        yield ("," if i else "") + json.dumps(e.to_json(), sort_keys=True, separators=(",", ":"))
+    yield "]}"

@@ -5,22 +5,28 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote
+from typing import Any, Protocol
 
 from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.wheelfile import read_metadata_bytes, requires_python
-from wheelfarm.core.wheelname import build_id_from_wheel
-from wheelfarm.index.entries import Covered, Placement, WheelEntry, covers_from_name
+from wheelfarm.index.entries import (
+    Covered,
+    Placement,
+    WheelEntry,
+    covers_from_name,
+    covers_from_parsed,
+    parse,
+)
 from wheelfarm.matrix.model import Matrix
 
-FILES_DIR = "files"  # where a local site keeps its wheels, relative to the site root
 Yanks = dict[tuple[str, str], str]  # (normalized name, public version) -> reason
 
 
@@ -76,64 +82,140 @@ def _record(path: Path) -> dict[str, Any] | None:
     return record
 
 
-@dataclass(frozen=True)
-class LocalFile:
-    """A file the local site carries under files/: a wheel, or the METADATA inside one (PEP
-    658). Its sha256 says whether the copy already on the site can stay."""
+class Placer(Protocol):
+    """Where a wheelhouse's wheels go as they are read (index.site.Site): the wheel and its
+    METADATA, which is handed on at once rather than kept for 100,000 wheels."""
 
-    name: str
+    def place(
+        self,
+        wheel: Path,
+        name: str,
+        sha256: str,
+        metadata_sha256: str,
+        metadata: bytes | None,
+        cache: object = None,
+    ) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What an earlier run read from a wheel: trusted while the wheel's (and its build
+    record's) size, mtime and inode are unchanged, so the wheel is not read again."""
+
+    stat: str
     sha256: str
-    source: Path | None = None  # copied as it is
-    data: bytes | None = None  # written, when there is no source
+    metadata_sha256: str
+    requires_python: str | None
+
+    def to_json(self) -> list[str | None]:
+        return [self.stat, self.sha256, self.metadata_sha256, self.requires_python]
+
+    @classmethod
+    def table(cls, data: object) -> dict[str, Known]:
+        """A cache as saved by an earlier run; anything not of its shape is dropped (the
+        wheel is then read again), never trusted."""
+        if not isinstance(data, dict):
+            return {}
+        return {
+            name: cls(*row)
+            for name, row in data.items()
+            if isinstance(row, list)
+            and len(row) == 4  # noqa: PLR2004 - the four fields
+            and all(isinstance(v, str) for v in row[:3])
+            and isinstance(row[3], str | None)
+        }
 
 
 Policy = dict[str, frozenset[str]]  # build id -> the SASS archs its policy asks for
+WHOLE_READ = 32 << 20  # a wheel up to this size is read once into memory: hash and zip from it
+
+
+def _stat_key(st: os.stat_result, record: Path | None) -> str:
+    key = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+    if record is None:
+        return key
+    rs = record.stat()
+    return f"{key}:{rs.st_size}:{rs.st_mtime_ns}:{rs.st_ino}"
+
+
+def _read(wheel: Path, size: int) -> tuple[str, bytes]:
+    """The wheel's sha256 and METADATA, reading a small wheel once (os.read: Python's file
+    objects add three system calls per open, 300,000 for a 100,000-wheel index)."""
+    if size > WHOLE_READ:
+        return sha256_file(wheel), read_metadata_bytes(wheel)
+    fd = os.open(wheel, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, max(size, 1 << 16)):  # to the end, should it have grown
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    return hashlib.sha256(data).hexdigest(), read_metadata_bytes(io.BytesIO(data))
 
 
 def from_wheelhouse(
-    folder: Path, matrix: Matrix | None, yanked: Yanks, policy: Policy | None = None
-) -> tuple[list[WheelEntry], list[LocalFile]]:
-    """Entries for every wheel in `folder` (with their build records), plus files to copy."""
+    folder: Path,
+    matrix: Matrix | None,
+    yanked: Yanks,
+    site: Placer | None = None,
+    policy: Policy | None = None,
+    known: dict[str, Known] | None = None,
+) -> list[WheelEntry]:
+    """Entries for every wheel in `folder` (with their build records), each placed on `site`
+    as it is read with what was read (`known` next time: a wheel listed there unchanged is
+    not read again; its METADATA is then read only if the site lacks it)."""
     _check_wheelhouse(folder)
-    entries, files = [], []
+    entries = []
     memo: dict[tuple[str, str], Placement] = {}
-    for wheel in sorted(folder.glob("*.whl")):
-        record_path = wheel.with_name(wheel.name + ".build.json")
+    listing = os.listdir(folder)  # noqa: PTH208 - names alone: no Path per file
+    records = {n for n in listing if n.endswith(".whl.build.json")}  # no stat for the absent
+    for name in sorted(n for n in listing if n.endswith(".whl")):
+        wheel = folder / name
+        record_path = folder / f"{name}.build.json"
+        has_record = record_path.name in records  # the listing's spelling of the name
         try:
-            record = _record(record_path)
+            record = _record(record_path) if has_record else None
             listed = record_covers(record)
         except ValueError as exc:
             msg = f"{record_path}: {exc}; rebuild the wheel or delete the record"
             raise SiteError(msg) from exc
         try:
-            sass, ptx = record_archs(record)
-            wanted = (policy or {}).get(build_id_from_wheel(wheel.name)) if record else None
-            meta = read_metadata_bytes(wheel)
+            st = wheel.stat()
+            stat = _stat_key(st, record_path if has_record else None)
+            old = (known or {}).get(name)
+            if old is not None and old.stat == stat:
+                meta, now = None, old
+            else:
+                sha, meta = _read(wheel, st.st_size)
+                meta_sha = hashlib.sha256(meta).hexdigest()
+                floor = requires_python(meta)
+                now = Known(stat, sha, meta_sha, sys.intern(floor) if floor else None)
+            parsed = parse(name)
+            # placed from its name when the record lists no cells (memo: labels repeat)
             place = (
-                Placement(covers=listed) if listed else covers_from_name(wheel.name, matrix, memo)
+                Placement(covers=listed)
+                if listed
+                else covers_from_parsed(parsed[1], parsed[2], matrix, memo)
             )
             entry = WheelEntry(
-                filename=wheel.name,
-                url=f"{FILES_DIR}/{quote(wheel.name)}",
-                sha256=sha256_file(wheel),
-                size=wheel.stat().st_size,
-                requires_python=requires_python(meta),
-                metadata_sha256=hashlib.sha256(meta).hexdigest(),
+                filename=name,
+                sha256=now.sha256,
+                size=st.st_size,
+                requires_python=now.requires_python,
+                metadata_sha256=now.metadata_sha256,
                 covers=place.covers,
                 unfiled=place.reason,
-                sass=sass,
-                ptx=ptx,
-                partial_archs=bool(wanted and not wanted <= set(sass)),
+                parsed=parsed,
             )
+            entry = with_archs(entry, record, policy)
         except READ_ERRORS as exc:
             msg = f"{wheel}: not a readable farm wheel ({exc}); rebuild it or remove it"
             raise SiteError(msg) from exc
         entries.append(with_yank(entry, yanked))
-        files += [
-            LocalFile(wheel.name, entry.sha256, source=wheel),
-            LocalFile(f"{wheel.name}.metadata", entry.metadata_sha256 or "", data=meta),
-        ]
-    return entries, files
+        if site is not None:
+            site.place(wheel, name, now.sha256, now.metadata_sha256, meta, now)
+    return entries
 
 
 def wheelhouse_key(folder: Path) -> str:
@@ -154,6 +236,19 @@ def _check_wheelhouse(folder: Path) -> None:
     if not folder.is_dir():
         msg = f"wheelhouse {str(folder)!r} is not a folder"
         raise SiteError(msg)
+
+
+def with_archs(
+    entry: WheelEntry, record: dict[str, Any] | None, policy: Policy | None
+) -> WheelEntry:
+    """The entry with the SASS and PTX archs its build record found, and whether they fall
+    short of its build's policy (a quick `--archs` build: never the policy's wheel)."""
+    if record is None:
+        return entry
+    sass, ptx = record_archs(record)
+    wanted = (policy or {}).get(entry.build_id)
+    partial = bool(wanted and not wanted <= set(sass))
+    return dataclasses.replace(entry, sass=sass, ptx=ptx, partial_archs=partial)
 
 
 def with_yank(entry: WheelEntry, yanked: Yanks) -> WheelEntry:

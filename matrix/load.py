@@ -36,6 +36,7 @@ from wheelfarm.matrix.model import (
     PackageVersion,
     PlatformInfo,
     Source,
+    SplitCompile,
     TorchRelease,
 )
 
@@ -554,6 +555,19 @@ def _farm(path: Path, schemas: Path, errors: _Collector) -> FarmConfig | None:
         max_jobs_per_shard=data["max_jobs_per_shard"],
         hosted_job_limit_minutes=data["hosted_job_limit_minutes"],
         platforms={k: PlatformInfo(**v) for k, v in data["platforms"].items()},
+        split_compile=_split_compile(data.get("split_compile")),
+    )
+
+
+def _split_compile(data: dict[str, Any] | None) -> SplitCompile | None:
+    if data is None:
+        return None
+    return SplitCompile(
+        over_minutes=float(data["over_minutes"]),
+        shard_minutes=float(data["shard_minutes"]),
+        job_overhead_minutes=float(data["job_overhead_minutes"]),
+        link_fraction=float(data["link_fraction"]),
+        platforms=tuple(data["platforms"]),
     )
 
 

@@ -117,12 +117,24 @@ class PlatformInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SplitCompile:
+    """When a build compiles in shard jobs plus a link job (docs/adr/0011-split-compile.md)."""
+
+    over_minutes: float  # a build predicted past this is split
+    shard_minutes: float  # K = ceil(estimate / shard_minutes) compile shards
+    job_overhead_minutes: float  # what each job of a split build repeats (toolkit, torch, source)
+    link_fraction: float  # the link job's share of the estimate (cache hits, link, repair, verify)
+    platforms: tuple[str, ...]  # where the ninja shim runs (POSIX)
+
+
+@dataclass(frozen=True, kw_only=True)
 class FarmConfig:
     """Whole-run settings (farm.yaml)."""
 
     max_jobs_per_shard: int
     hosted_job_limit_minutes: int
     platforms: dict[str, PlatformInfo]
+    split_compile: SplitCompile | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 from wheelfarm.core.errors import PlanError, UsageError
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.matrix.expand import Build, Cell, Expansion
-from wheelfarm.matrix.model import Matrix
+from wheelfarm.matrix.model import Matrix, SplitCompile
 
 MAX_JOBS_PER_MATRIX = 256  # GitHub runs at most this many jobs from one matrix
 
@@ -68,10 +68,40 @@ class Plan:
     filters: Filters
     expansion: Expansion
     warnings: tuple[str, ...] = field(default=())
+    splits: dict[str, int] = field(default_factory=dict)  # build id -> its compile shards
+    split: SplitCompile | None = None
+
+    def job_minutes(self, build: Build) -> tuple[float, ...]:
+        """Predicted minutes of each job the build runs: one, or its shards and its link."""
+        return job_minutes(build, self.splits.get(build.id, 0), self.split)
 
     @property
     def runner_hours(self) -> float:
-        return sum(b.minutes for b in self.todo) / 60
+        return sum(sum(self.job_minutes(b)) for b in self.todo) / 60
+
+    @property
+    def longest_job_minutes(self) -> float:
+        return max((max(self.job_minutes(b)) for b in self.todo), default=0.0)
+
+
+def compile_shards(build: Build, split: SplitCompile | None) -> int:
+    """How many compile shards a build is split into; 0 for a build that runs as one job."""
+    if (
+        split is None
+        or build.platform not in split.platforms
+        or build.minutes <= split.over_minutes
+    ):
+        return 0
+    return max(2, math.ceil(build.minutes / split.shard_minutes))
+
+
+def job_minutes(build: Build, shards: int, split: SplitCompile | None) -> tuple[float, ...]:
+    """(minutes,) of an unsplit build; the K shard jobs' minutes then the link job's."""
+    if not shards or split is None:
+        return (build.minutes,)
+    each = build.minutes / shards + split.job_overhead_minutes
+    link = build.minutes * split.link_fraction + split.job_overhead_minutes
+    return (*(round(each, 1) for _ in range(shards)), round(link, 1))
 
 
 def existing_build_ids(source: Path | None) -> set[str]:
@@ -113,23 +143,45 @@ def _check_filters(filters: Filters, cells: Sequence[Cell]) -> None:
         raise PlanError("\n".join(problems))
 
 
-def shard(matrix: Matrix, todo: Sequence[Build], max_jobs: int) -> tuple[Shard, ...]:
-    """Split builds per platform into even shards of at most `max_jobs` jobs."""
+def shard(
+    matrix: Matrix, todo: Sequence[Build], max_jobs: int, splits: dict[str, int] | None = None
+) -> tuple[Shard, ...]:
+    """Split builds per platform into even shards of at most `max_jobs` jobs. Split builds go
+    to shards of their own (`<platform>-split-IofN`), whose compile-shard jobs also stay under
+    `max_jobs`, so no other build waits for their compile shards."""
+    splits = splits or {}
     out = []
     for platform in sorted({b.platform for b in todo}):
         mine = sorted((b for b in todo if b.platform == platform), key=lambda b: b.id)
-        count = math.ceil(len(mine) / max_jobs)
-        size = math.ceil(len(mine) / count)
         info = matrix.farm.platforms[platform]
+        whole = [b for b in mine if b.id not in splits]
+        if whole:
+            count = math.ceil(len(whole) / max_jobs)
+            size = math.ceil(len(whole) / count)
+            out += [
+                Shard(
+                    f"{platform}-{i + 1}of{count}",
+                    platform,
+                    info.runner,
+                    info.container,
+                    tuple(whole[i * size : (i + 1) * size]),
+                )
+                for i in range(count)
+            ]
+        groups: list[list[Build]] = []
+        for b in (b for b in mine if b.id in splits):
+            if not groups or sum(splits[x.id] for x in groups[-1]) + splits[b.id] > max_jobs:
+                groups.append([])
+            groups[-1].append(b)
         out += [
             Shard(
-                f"{platform}-{i + 1}of{count}",
+                f"{platform}-split-{i + 1}of{len(groups)}",
                 platform,
                 info.runner,
                 info.container,
-                tuple(mine[i * size : (i + 1) * size]),
+                tuple(g),
             )
-            for i in range(count)
+            for i, g in enumerate(groups)
         ]
     return tuple(out)
 
@@ -154,28 +206,38 @@ def make_plan(
     if not 1 <= jobs <= MAX_JOBS_PER_MATRIX:
         msg = f"--max-jobs {jobs}: a shard holds 1 to {MAX_JOBS_PER_MATRIX} jobs (GitHub's limit)"
         raise PlanError(msg)
+    split = matrix.farm.split_compile
+    # at most one matrix of compile shards per build; what still runs too long warns below
+    splits = {b.id: min(k, jobs) for b in todo if (k := compile_shards(b, split))}
     return Plan(
         todo,
         present,
-        shard(matrix, todo, jobs),
+        shard(matrix, todo, jobs, splits),
         filters,
         expansion,
-        _long_job_warnings(todo, matrix.farm.hosted_job_limit_minutes),
+        _long_job_warnings(todo, matrix.farm.hosted_job_limit_minutes, splits, split),
+        splits,
+        split,
     )
 
 
-def _long_job_warnings(todo: Sequence[Build], limit: int) -> tuple[str, ...]:
-    """One line per package whose builds are predicted past the hosted-job limit."""
-    over: dict[str, list[Build]] = {}
+def _long_job_warnings(
+    todo: Sequence[Build], limit: int, splits: dict[str, int], split: SplitCompile | None
+) -> tuple[str, ...]:
+    """One line per package whose builds have a job predicted past the hosted-job limit."""
+    over: dict[str, list[float]] = {}
+    example: dict[str, str] = {}
     for b in todo:
-        if b.minutes > limit:
-            over.setdefault(b.package, []).append(b)
+        longest = max(job_minutes(b, splits.get(b.id, 0), split))
+        if longest > limit:
+            over.setdefault(b.package, []).append(longest)
+            example.setdefault(b.package, b.id)
     return tuple(
-        f"{pkg}: {len(bs)} builds predicted up to {max(b.minutes for b in bs):.0f} min > {limit} "
-        f"min hosted-job limit (e.g. {bs[0].id}); send them to a self-hosted runner (the "
-        f"runner_<platform> input) or narrow their archs; cut off, a job saves its compiler "
-        f"cache and its rerun resumes"
-        for pkg, bs in over.items()
+        f"{pkg}: {len(ms)} builds predicted up to {max(ms):.0f} min > {limit} "
+        f"min hosted-job limit (e.g. {example[pkg]}); send them to a self-hosted runner (the "
+        f"runner_<platform> input), split their compile (farm.yaml split_compile) or narrow "
+        f"their archs; cut off, a job saves its compiler cache and its rerun resumes"
+        for pkg, ms in over.items()
     )
 
 
@@ -211,7 +273,6 @@ def explain(plan: Plan, cell_id: str) -> str:
 
 def table(plan: Plan, limit: int = 40) -> str:
     """Human summary: per-package counts, the builds to make, shards, cost."""
-    rows = [f"{'package':<18} {'cells':>6} {'builds':>6} {'present':>7} {'to build':>8}"]
     per: dict[str, list[int]] = {}
     for c in plan.expansion.cells:
         per.setdefault(c.package, [0, 0, 0, 0])[0] += 1
@@ -221,7 +282,11 @@ def table(plan: Plan, limit: int = 40) -> str:
         per[b.package][2] += 1
     for b in plan.todo:
         per[b.package][3] += 1
-    rows += [f"{p:<18} {n[0]:>6} {n[1]:>6} {n[2]:>7} {n[3]:>8}" for p, n in sorted(per.items())]
+    width = max([18, *map(len, per)])  # the longest package name sets the column
+    rows = [f"{'package':<{width}} {'cells':>6} {'builds':>6} {'present':>7} {'to build':>8}"]
+    rows += [
+        f"{p:<{width}} {n[0]:>6} {n[1]:>6} {n[2]:>7} {n[3]:>8}" for p, n in sorted(per.items())
+    ]
     rows.append("")
     rows.append(f"{'build':<62} {'archs':<28} {'covers':>6} {'est min':>7}")
     for b in plan.todo[:limit]:
@@ -230,13 +295,22 @@ def table(plan: Plan, limit: int = 40) -> str:
         rows.append(f"... {len(plan.todo) - limit} more (--format json lists all)")
     rows.append("")
     for s in plan.shards:
+        compiles = sum(plan.splits.get(b.id, 0) for b in s.builds)
         rows.append(
-            f"shard {s.name}: {len(s.builds)} jobs on {s.runner}"
+            f"shard {s.name}: {len(s.builds)} jobs"
+            + (f" (link jobs after {compiles} compile shards)" if compiles else "")
+            + f" on {s.runner}"
             + (f" in {s.container}" if s.container else "")
+        )
+    if plan.splits:
+        rows.append(
+            f"{len(plan.splits)} builds split into {sum(plan.splits.values())} compile shards "
+            f"and a link job each (farm.yaml split_compile)"
         )
     rows.append(
         f"{len(plan.todo)} builds to make in {len(plan.shards)} shards, "
-        f"{len(plan.present)} present; estimated {plan.runner_hours:.1f} runner-hours"
+        f"{len(plan.present)} present; estimated {plan.runner_hours:.1f} runner-hours, longest "
+        f"job {plan.longest_job_minutes:.0f} min"
     )
     return "\n".join(rows)
 
@@ -246,6 +320,7 @@ def to_json(plan: Plan) -> dict[str, object]:
     return {
         "version": 1,
         "runner_hours": round(plan.runner_hours, 2),
+        "longest_job_minutes": round(plan.longest_job_minutes, 1),
         "warnings": list(plan.warnings),
         "builds": [
             {
@@ -254,6 +329,8 @@ def to_json(plan: Plan) -> dict[str, object]:
                 "python": b.python,
                 "platform": b.platform,
                 "minutes": b.minutes,
+                "compile_shards": plan.splits.get(b.id, 0),
+                "job_minutes": list(plan.job_minutes(b)),
                 "package": b.package,
                 "torch": b.torch,
                 "archs": b.archs.torch,

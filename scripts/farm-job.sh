@@ -9,6 +9,8 @@
 #                            stops in time for the job to save its compiler cache
 #   WHEELFARM_CACHE          torch envs, downloads, toolkits and ccache/ (restored and saved by
 #                            the workflow)
+# A split build (docs/adr/0011-split-compile.md): SHARD=I/K compiles shard I of K into
+# $WHEELFARM_CACHE/ccache (no wheel); LINK_CACHES=DIR links with the shard caches in DIR/*.
 # Optional: CUDA_HOME (a toolkit already installed: no install), WHEELFARM_VENV (a venv that
 # already has wheelfarm), WHEELFARM_PLAT (auditwheel --plat), WHEELFARM_OUT (default wheelhouse),
 # WHEELFARM_WORK (default .wheelfarm/work), HOST_UID/HOST_GID (give written files back to the
@@ -37,4 +39,6 @@ fi
 args=(--out "$out" --work "${WHEELFARM_WORK:-.wheelfarm/work}" --cache "$WHEELFARM_CACHE")
 args+=(--job-started "$JOB_STARTED" --job-minutes "$JOB_MINUTES")
 if [ -n "${WHEELFARM_PLAT:-}" ]; then args+=(--plat "$WHEELFARM_PLAT"); fi
+if [ -n "${SHARD:-}" ]; then args+=(--shard "$SHARD"); fi
+if [ -n "${LINK_CACHES:-}" ]; then args+=(--link "$LINK_CACHES"/*); fi
 wheelfarm build "$TARGET" "${args[@]}"

@@ -18,6 +18,7 @@ from wheelfarm import __version__
 from wheelfarm.builder.build import BuildOptions, run_build, verify_wheel
 from wheelfarm.builder.envs import PIP_INDEX, default_cache
 from wheelfarm.builder.redist import install_toolkit
+from wheelfarm.builder.shard import Split
 from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
 from wheelfarm.core.errors import ConfigError, SiteError, UsageError, WheelfarmError
 from wheelfarm.core.platforms import NAMES, host_platform
@@ -32,6 +33,7 @@ from wheelfarm.farm import (
     job_deadline,
     local_farm,
     publish_wheels,
+    rebuild_and_compare,
 )
 from wheelfarm.github.actions import github_outputs, write_outputs
 from wheelfarm.github.client import GitHubClient
@@ -119,7 +121,19 @@ def _build_options(args: argparse.Namespace, *, local: bool, out: Path) -> Build
         plat=args.plat or ("auto" if local else None),
         python=args.python_exe,
         deadline=_deadline(args),
+        split=_split_build(args),
     )
+
+
+def _split_build(args: argparse.Namespace) -> Split | None:
+    """--shard I/K (one compile shard) or --link CACHE... (the link build of a split compile)."""
+    shard, caches = getattr(args, "shard", None), getattr(args, "link", None)
+    if shard is not None and caches is not None:
+        msg = "--shard and --link exclude each other (a job compiles a shard or links)"
+        raise UsageError(msg)
+    if shard is not None:
+        return Split.parse_shard(shard)
+    return None if caches is None else Split.link(caches)
 
 
 def _deadline(args: argparse.Namespace) -> float | None:
@@ -186,8 +200,46 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+# what a build record fixes for --rebuild
+_RECORDED_FLAGS = (
+    "target",
+    "local",
+    "package",
+    "cuda",
+    "torch",
+    "python",
+    "platform",
+    "archs",
+    "torch_index",
+)
+
+
+def _rebuild(args: argparse.Namespace, wheel: Path) -> int:
+    """The target and its options come from the wheel's build record, not from flags."""
+    chosen = [f for f in _RECORDED_FLAGS if getattr(args, f)]
+    if chosen:
+        named = "BUILD_ID" if chosen[0] == "target" else f"--{chosen[0].replace('_', '-')}"
+        msg = f"--rebuild takes the target from the wheel's build record: drop {named}"
+        raise UsageError(msg)
+    if args.no_import:
+        msg = "--rebuild runs the whole build, import check included: drop --no-import"
+        raise UsageError(msg)
+    record = args.record or wheel.with_name(wheel.name + ".build.json")
+    _path(record, "build record (pass --record PATH)" if args.record is None else "--record")
+    matrix, expansion = _grid(args)
+    cache = (args.cache or default_cache()).resolve()
+    result = rebuild_and_compare(matrix, expansion, wheel, record, cache=cache)
+    print(f"identical: {wheel.name} rebuilt from {result.build_id} (sha256 {result.sha256})")
+    return 0
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     wheel = _path(args.wheel, "wheel")
+    if args.rebuild:
+        return _rebuild(args, wheel)
+    if args.record is not None:
+        msg = "--record goes with --rebuild"
+        raise UsageError(msg)
     matrix, expansion = _grid(args)
     query = _query(args)
     target = choose_target(matrix, expansion, query)
@@ -211,7 +263,7 @@ SHOWN_UNFILED = 3  # wheel names printed per reason
 def _print_site(out: Path, r: SiteResult) -> None:
     print(
         f"site {out}: {r.filed} of {r.wheels} wheels in {r.combos} (cuda, torch) "
-        f"indexes; {len(r.written)} files written, {r.unchanged} unchanged, "
+        f"indexes; {r.written} files written, {r.unchanged} unchanged, "
         f"{len(r.removed)} removed"
     )
     if r.unfiled:
@@ -475,6 +527,20 @@ def _build_commands(add: Add) -> None:
         "for the job to save its compiler cache",
     )
     p.add_argument("--job-minutes", type=int, metavar="N", help="the CI job's time limit")
+    p.add_argument(
+        "--shard",
+        metavar="I/K",
+        help="compile only shard I of K of a split build's objects into the compiler cache "
+        "(no wheel; docs/adr/0011-split-compile.md)",
+    )
+    p.add_argument(
+        "--link",
+        nargs="+",
+        type=Path,
+        metavar="CACHE",
+        help="the link build of a split compile: merge the shards' ccache folders, build, fail "
+        "below 99%% cache hits",
+    )
 
     p = add(
         "farm",
@@ -499,6 +565,16 @@ def _build_commands(add: Add) -> None:
     _add_target_args(p)
     p.add_argument("--no-import", action="store_true", help="skip the import check")
     p.add_argument("--cache", type=Path, default=None)
+    p.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="build the wheel's target again as its build record says, in a temporary folder, "
+        "and compare: exit 0 when byte-identical, else 6 naming the members that differ "
+        "(CCACHE_DISABLE=1 makes it a cold compile)",
+    )
+    p.add_argument(
+        "--record", type=Path, help="with --rebuild: the build record (default WHEEL.build.json)"
+    )
 
 
 def _site_commands(add: Add) -> None:

@@ -9,18 +9,22 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.version import Version
 
 from wheelfarm import __version__
 from wheelfarm.builder.build import BuildOptions, BuildResult, expectation, run_build
+from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
 from wheelfarm.builder.target import Target, resolve, select
 from wheelfarm.builder.toolchain import installed_cuda_tag
-from wheelfarm.builder.verify import verify_static
-from wheelfarm.core.errors import PlanError, VerifyError
+from wheelfarm.builder.verify import member_differences, verify_static
+from wheelfarm.core.errors import PlanError, UsageError, VerifyError
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import host_platform
 from wheelfarm.core.wheelname import build_id_from_wheel
@@ -30,8 +34,14 @@ from wheelfarm.github.publish import Publisher, PublishReport, publish
 from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.coverage import coverage, svg
 from wheelfarm.index.entries import WheelEntry, account
-from wheelfarm.index.site import SiteResult, build_site, reuse
-from wheelfarm.index.sources import LocalFile, from_wheelhouse, wheelhouse_key, yanked_versions
+from wheelfarm.index.site import Site, SiteResult, reuse
+from wheelfarm.index.sources import (
+    Known,
+    Policy,
+    from_wheelhouse,
+    wheelhouse_key,
+    yanked_versions,
+)
 from wheelfarm.matrix.expand import Expansion
 from wheelfarm.matrix.model import ArchList, Matrix
 from wheelfarm.matrix.plan import Filters, Plan, existing_build_ids, make_plan
@@ -85,7 +95,7 @@ def site_extras(
     matrix: Matrix, expansion: Expansion, entries: list[WheelEntry]
 ) -> dict[str, bytes]:
     """Root files beside the index: the coverage chart, and the root's install helper."""
-    present = {build_id_from_wheel(e.filename) for e in entries}
+    present = {e.build_id for e in entries}
     extra = {"coverage.svg": svg(coverage(expansion, present)).encode()}
     helper = matrix.root.install_helper
     if helper.is_file():
@@ -97,19 +107,16 @@ def _write_site(
     matrix: Matrix,
     expansion: Expansion,
     entries: list[WheelEntry],
-    out: Path,
+    site: Site,
     *,
-    files: list[LocalFile] | None,
     title: str,
     allow_removal: bool = False,
     input_key: str = "",
 ) -> SiteResult:
     entries, unfiled = account(entries)
-    return build_site(
+    return site.commit(
         entries,
-        out,
         templates=matrix.root.templates,
-        files=files,
         allow_removal=allow_removal,
         title=title,
         extra=site_extras(matrix, expansion, entries),
@@ -132,6 +139,11 @@ def _input_key(matrix: Matrix, wheelhouse: Path, title: str) -> str:
     return digest.hexdigest()
 
 
+def _policy(expansion: Expansion) -> Policy:
+    """Each build's SASS archs, to tell a quick partial-arch wheel from the policy's."""
+    return {b.id: frozenset(b.archs.cubins) for b in expansion.builds}
+
+
 def index_wheelhouse(
     matrix: Matrix,
     expansion: Expansion,
@@ -141,24 +153,27 @@ def index_wheelhouse(
     title: str,
     allow_removal: bool = False,
 ) -> SiteResult:
-    """The site of a local wheelhouse (wheels copied under files/); a rerun on an unchanged
-    wheelhouse and farm root reports the site as it is, reading no wheel."""
+    """The site of a local wheelhouse (wheels linked or copied under files/); a rerun on an
+    unchanged wheelhouse and farm root reports the site as it is, reading no wheel, and a
+    rerun after a change reads only the wheels whose size, mtime or inode changed."""
     key = _input_key(matrix, wheelhouse, title)
     reused = reuse(out, key)
     if reused is not None:
         return reused
-    policy = {b.id: frozenset(b.archs.cubins) for b in expansion.builds}
-    entries, files = from_wheelhouse(wheelhouse, matrix, yanked_versions(matrix), policy)
-    return _write_site(
-        matrix,
-        expansion,
-        entries,
-        out,
-        files=files,
-        title=title,
-        allow_removal=allow_removal,
-        input_key=key,
-    )
+    policy = _policy(expansion)
+    with Site(out) as site:
+        known = Known.table(site.owned.cache)
+        yanked = yanked_versions(matrix)
+        entries = from_wheelhouse(wheelhouse, matrix, yanked, site, policy, known)
+        return _write_site(
+            matrix,
+            expansion,
+            entries,
+            site,
+            title=title,
+            allow_removal=allow_removal,
+            input_key=key,
+        )
 
 
 def index_releases(
@@ -171,11 +186,12 @@ def index_releases(
     allow_removal: bool = False,
 ) -> SiteResult:
     """The site of a repository's releases (links to the assets; nothing downloaded)."""
-    entries = ReleasesSource(client).entries(matrix, yanked_versions(matrix))
+    entries = ReleasesSource(client).entries(matrix, yanked_versions(matrix), _policy(expansion))
     logger.info("read %d wheels with %d API requests", len(entries), client.requests_made)
-    return _write_site(
-        matrix, expansion, entries, out, files=None, title=title, allow_removal=allow_removal
-    )
+    with Site(out) as site:
+        return _write_site(
+            matrix, expansion, entries, site, title=title, allow_removal=allow_removal
+        )
 
 
 @dataclass(frozen=True)
@@ -271,3 +287,65 @@ def job_deadline(started: float, minutes: int) -> float:
     pull, toolkit install and torch env come out of it too), less the minutes the job needs
     afterwards to save its compiler cache and upload what it made."""
     return started + (minutes - SAVE_MARGIN_MINUTES) * 60
+
+
+@dataclass(frozen=True)
+class Rebuilt:
+    build_id: str
+    sha256: str
+
+
+def _read_record(wheel: Path, path: Path) -> dict[str, Any]:
+    """The build record of `wheel` (UsageError when it is not one)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        named, build_id = record["wheel"]["filename"], record["build_id"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        msg = f"{str(path)!r} is not a build record ({exc!r})"
+        raise UsageError(msg) from exc
+    if named != wheel.name or not isinstance(build_id, str):
+        msg = f"{str(path)!r} is the build record of {named!r}, not of {wheel.name!r}"
+        raise UsageError(msg)
+    return dict(record)
+
+
+def rebuild_and_compare(
+    matrix: Matrix,
+    expansion: Expansion,
+    wheel: Path,
+    record_path: Path,
+    *,
+    cache: Path,
+    python: str | None = None,
+) -> Rebuilt:
+    """`wheelfarm verify --rebuild`: build the wheel's target again as its build record says
+    (build id, archs, torch and sdist index, repair tag) in a temporary folder, and compare the
+    bytes. VerifyError names the members that differ and keeps the rebuild to look at."""
+    record = _read_record(wheel, record_path)
+    target = resolve(matrix, expansion, record["build_id"])
+    archs = (record.get("target") or {}).get("archs")
+    if archs and archs != target.build.archs.torch:  # built with --archs
+        build = dataclasses.replace(target.build, archs=ArchList.parse(archs))
+        target = dataclasses.replace(target, build=build)
+    options = record.get("options") or {}  # records before version 2 kept none
+    tmp = Path(tempfile.mkdtemp(prefix="wheelfarm-rebuild-"))
+    logger.info("rebuilding %s in %s", target.id, tmp)
+    opts = BuildOptions(
+        out_dir=tmp / "out",
+        work_dir=tmp / "work",
+        cache=cache,
+        torch_index=options.get("torch_index"),
+        sdist_index=options.get("sdist_index", DEFAULT_SDIST_INDEX),
+        plat=options.get("plat"),
+        python=python,
+    )
+    again = run_build(target, opts).wheel
+    digest = sha256_file(wheel)
+    if again.name == wheel.name and sha256_file(again) == digest:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return Rebuilt(target.id, digest)
+    problems = [f"not byte-identical to its rebuild {again} (sha256 {sha256_file(again)})"]
+    problems += member_differences(wheel, again) or [
+        "every member is the same; the zip itself differs (member order, times or modes)"
+    ]
+    raise VerifyError(wheel.name, problems)

@@ -3,6 +3,8 @@ and pip installs and imports it. Negative cases tamper with that real wheel."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -183,3 +185,34 @@ def test_the_same_target_built_again_elsewhere_gives_the_same_bytes(
     again = Path(result.stdout.strip().splitlines()[-1])
     assert again.name == demo_build.wheel.name
     assert sha256_file(again) == sha256_file(demo_build.wheel)
+
+
+def test_verify_rebuild_says_identical_or_names_the_members_that_differ(
+    demo_build: DemoBuild, tmp_path: Path, cache_dir: Path
+) -> None:
+    """The rebuild compiles cold (an empty compiler cache) in its own work folder: the prefix
+    maps, the local symbols dropped at link and nvcc's module id named by the path inside the
+    work folder make it byte-identical to the session's demo wheel, its record too but for
+    times. (Through ccache, as every farm build compiles: with CCACHE_DISABLE=1 the bytes are
+    reproducible too, but others, for ccache hands the compiler paths relative to the work
+    folder.)"""
+    cold = {**os.environ, "CCACHE_DIR": str(tmp_path / "empty-ccache")}
+    same = wheelfarm("verify", demo_build.wheel, "--rebuild", "--cache", cache_dir, env=cold)
+    assert same.stdout.startswith(f"identical: {demo_build.wheel.name} rebuilt from ")
+    record = json.loads(
+        demo_build.wheel.with_name(demo_build.wheel.name + ".build.json").read_text()
+    )
+    assert record["environment"]["NVCC_APPEND_FLAGS"] == "-Xcompiler=-ffile-prefix-map=<work>=."
+    assert "timing" in record and "created" not in record
+
+    def edit_init(files: dict[str, bytes], info: str) -> None:
+        files["wheelfarm_demo/__init__.py"] += b"# changed\n"
+
+    changed = _tamper(demo_build.wheel, tmp_path, edit_init)
+    record = demo_build.wheel.with_name(demo_build.wheel.name + ".build.json")
+    result = wheelfarm("verify", changed, "--rebuild", "--record", record, "--cache", cache_dir,
+                       check=False)  # fmt: skip
+    assert result.returncode == 6, result.stderr[-2000:]
+    assert "not byte-identical to its rebuild" in result.stderr
+    assert "wheelfarm_demo/__init__.py: differs" in result.stderr
+    assert ".so: differs" not in result.stderr

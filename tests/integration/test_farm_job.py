@@ -61,7 +61,7 @@ def test_a_rerun_through_the_entry_point_hits_the_compiler_cache(
 ) -> None:
     first = _job(tmp_path, cache_dir, "1", started=time.time())
     assert first.returncode == 0, first.stderr[-4000:]
-    cold = _record(tmp_path / "out-1")["ccache"]
+    cold = _record(tmp_path / "out-1")["timing"]["ccache"]  # type: ignore[index]
     log = (tmp_path / "ccache-1.log").read_text()
     # both compilers went through ccache: binding.cpp (g++) and kernels.cu (nvcc)
     assert "Compiler type: gcc" in log and "Compiler type: nvcc" in log
@@ -70,8 +70,9 @@ def test_a_rerun_through_the_entry_point_hits_the_compiler_cache(
     second = _job(tmp_path, cache_dir, "2", started=time.time())
     assert second.returncode == 0, second.stderr[-4000:]
     warm = _record(tmp_path / "out-2")
-    hits, misses = warm["ccache"]["hits"], warm["ccache"]["misses"]  # type: ignore[index]
-    assert hits / (hits + misses) >= 0.9, warm["ccache"]
+    counts = warm["timing"]["ccache"]  # type: ignore[index]
+    hits, misses = counts["hits"], counts["misses"]
+    assert hits / (hits + misses) >= 0.9, counts
     assert "/ccache-shims/" in warm["environment"]["CXX"]  # type: ignore[index]
     assert "/ccache-shims/" in warm["environment"]["CUDA_HOME"]  # type: ignore[index]
 
@@ -91,4 +92,15 @@ def test_a_command_past_its_deadline_is_killed_with_what_it_started(tmp_path: Pa
         call(["sh", "-c", f"sleep 120 & echo $! > {pid}; wait"], deadline=time.time() + 2)
     assert time.monotonic() - started < 30
     child = int(pid.read_text())
-    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    # the signal reaches the grandchild when it is next scheduled: on a loaded machine, later
+    alive = time.monotonic() + 10
+    while _running(child):
+        assert time.monotonic() < alive, "the command's child outlived its deadline by 10 s"
+        time.sleep(0.1)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

@@ -4,6 +4,7 @@ GitHub itself cannot be reached here. Wheels are real files built by write_wheel
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,27 @@ def test_publish_twice_uploads_nothing_the_second_time(tmp_path: Path) -> None:
     wheel_asset = next(a for a in release["assets"] if a["name"] == wheels[0].name)
     assert wheel_asset["digest"] == "sha256:" + hashlib.sha256(wheels[0].read_bytes()).hexdigest()
     assert wheel_asset["label"] == "Requires-Python >=3.10"
+
+
+def test_an_identical_rebuild_with_a_new_record_is_already_there(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14")
+    record = wheel.with_name(wheel.name + ".build.json")
+
+    def write_record(created: str) -> None:
+        timing = {"created": created, "steps_seconds": {"compile": 81.0}}
+        record.write_text(json.dumps({"build_id": "b", "wheel": {}, "timing": timing}))
+
+    write_record("2026-01-01T00:00:00+00:00")
+    with fake_github() as gh:
+        pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
+        publish([wheel], pub)
+        write_record("2026-02-01T00:00:00+00:00")  # rebuilt: same bytes, new times
+        again = publish([wheel], pub)
+        (release,) = gh.releases
+        records = [a for a in release["assets"] if a["name"].startswith("records-")]
+        (published,) = [json.loads(gh.blobs[a["id"]]) for a in records]
+    assert again.uploaded == [] and sorted(again.skipped) == [wheel.name, f"{wheel.name}.metadata"]
+    assert published == {wheel.name: {"build_id": "b", "wheel": {}}}  # no times: same hash
 
 
 def test_a_different_asset_with_the_same_name_is_refused(tmp_path: Path) -> None:
@@ -207,3 +229,29 @@ def test_the_index_reads_listings_only(tmp_path: Path) -> None:
     assert len(entries) == 120
     assert all(e.requires_python == ">=3.10" and e.metadata_sha256 for e in entries)
     assert reader.requests_made == 2 + 120  # two pages of releases, one asset page each
+
+
+def test_the_index_lists_archs_from_the_records_asset(tmp_path: Path) -> None:
+    """Each publishing run's records-*.json gives its wheels' SASS and PTX: one download per
+    release and run; a records asset that is not JSON leaves its wheels listed without archs."""
+    wheels = [
+        make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14", py) for py in ("cp311", "cp312")
+    ]
+    for wheel, sass in zip(wheels, (["sm_90", "sm_80"], ["sm_90"]), strict=True):
+        record = {"target": {}, "archs_found": {"x.so": {"cubins": sass, "ptx": ["sm_90"]}}}
+        wheel.with_name(wheel.name + ".build.json").write_text(json.dumps(record))
+    with fake_github() as gh:
+        client = GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t")
+        publish(wheels, Publisher(client))
+        reader = GitHubClient(gh.repo, api=gh.base, token="t")
+        policy = {"demo-pkg-1.0-cu130torch2.14-cp312-linux_x86_64": frozenset({"sm_80", "sm_90"})}
+        entries = {e.filename: e for e in ReleasesSource(reader).entries(None, {}, policy)}
+        assert reader.requests_made == 1 + 1 + 1  # releases, assets, one records file
+        (release,) = gh.releases
+        records = next(a for a in release["assets"] if a["name"].startswith("records-"))
+        gh.blobs[records["id"]] = b"not json"
+        unread = ReleasesSource(reader).entries(None, {})
+    first, second = (entries[w.name] for w in wheels)
+    assert (first.sass, first.ptx, first.partial_archs) == (("sm_80", "sm_90"), ("sm_90",), False)
+    assert (second.sass, second.partial_archs) == (("sm_90",), True)  # its policy wants sm_80
+    assert [(e.sass, e.ptx) for e in unread] == [((), ()), ((), ())]

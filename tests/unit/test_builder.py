@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import struct
 import zipfile
 from pathlib import Path
@@ -10,7 +11,7 @@ from packaging.version import Version
 from tests.roots import REPO
 from wheelfarm.builder import toolchain
 from wheelfarm.builder.binary import FATBIN_MAGIC, parse_fatbin
-from wheelfarm.builder.build import compile_env, max_jobs
+from wheelfarm.builder.build import compile_env, max_jobs, set_by_build
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.target import resolve
@@ -162,6 +163,30 @@ def test_compile_env_sets_arch_lists_label_and_jobs(tmp_path: Path) -> None:
     assert env["FLASH_ATTN_LOCAL_VERSION"] == "cu130torch2.14"
     assert env["FLASH_ATTENTION_FORCE_BUILD"] == "TRUE"
     assert int(env["MAX_JOBS"]) == max_jobs(3.0)
+
+
+def test_compile_env_maps_the_work_folder_and_the_record_lists_all_it_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CPPFLAGS", "-DX")
+    monkeypatch.setenv("FLASH_ATTENTION_FORCE_BUILD", "TRUE")  # the package's own, already set
+    matrix = load_matrix(REPO)
+    target = resolve(
+        matrix, expand(matrix), "flash-attn-2.8.3.post2-cu130torch2.14-cp312-linux_x86_64"
+    )
+    tc = toolchain.Toolchain(tmp_path, tmp_path / "bin" / "nvcc", Version("13.0.88"), "gcc")
+    work = tmp_path / "work"
+    env = compile_env(target, tc, work / "venv" / "bin", None, work, tmp_path / "cache")
+    assert env["CPPFLAGS"] == f"-DX -ffile-prefix-map={work}=."  # the user's flags stay first
+    assert env["NVCC_APPEND_FLAGS"] == f"-Xcompiler=-ffile-prefix-map={work}=."
+    assert env["LDFLAGS"] == "-Wl,-x"
+    recorded = set_by_build(env, target, work)
+    assert recorded["CPPFLAGS"] == "-DX -ffile-prefix-map=<work>=."
+    assert recorded["CCACHE_BASEDIR"] == "<work>"
+    assert recorded["FLASH_ATTENTION_FORCE_BUILD"] == "TRUE"
+    assert recorded["FLASH_ATTN_LOCAL_VERSION"] == "cu130torch2.14"
+    assert "HOME" not in recorded and list(recorded) == sorted(recorded)
+    assert str(work) not in json.dumps(recorded)  # the same in every work folder
 
 
 def test_resolve_unknown_build_id_suggests(tmp_path: Path) -> None:

@@ -36,22 +36,27 @@ def tools(tmp_path: Path) -> dict[str, str]:
 
 
 def test_linux_wraps_the_host_compiler_and_nvcc(tmp_path: Path, tools: dict[str, str]) -> None:
-    env = ccache.wrap_compilers(tools, tmp_path / "cuda", tmp_path / "work" / "shims")
+    work = tmp_path / "work"
+    env = ccache.wrap_compilers(tools, tmp_path / "cuda", work / "shims", base=work)
     ccache_exe = tmp_path / "tools" / "ccache"
     assert env["TORCH_NO_COMPILER_WRAPPER"] == "1"
     cxx = Path(env["CXX"])
     assert cxx.name == "g++"  # torch recognises gcc by its name
     assert cxx.read_text() == f'#!/bin/sh\nexec {ccache_exe} {tmp_path}/gcc-toolset/g++ "$@"\n'
     home = Path(env["CUDA_HOME"])
-    assert (home / "bin" / "nvcc").read_text() == (
-        f'#!/bin/sh\nexec {ccache_exe} {tmp_path}/cuda/bin/nvcc "$@"\n'
-    )
+    nvcc = (home / "bin" / "nvcc").read_text()
+    assert nvcc.startswith("#!/bin/sh\n")
+    assert nvcc.endswith(f'\nexec {ccache_exe} {tmp_path}/cuda/bin/nvcc "$@"\n')
+    # a .cu under the work folder is named by its path there: cudafe++'s module id, hashed
+    # into the file's symbol names, is then the same in every work folder
+    assert f'case $src in {work}/*) set -- "$@" -Xcudafe' in nvcc
+    assert f'"--orig_src_path_name=.${{src#{work}}}"' in nvcc
     assert os.access(home / "bin" / "nvcc", os.X_OK) and os.access(cxx, os.X_OK)
     assert (home / "bin" / "ptxas").resolve() == tmp_path / "cuda" / "bin" / "ptxas"
     assert (home / "include").resolve() == tmp_path / "cuda" / "include"
     assert (home / "lib64").resolve() == tmp_path / "cuda" / "lib"
     # made again for the next build in the same folder
-    again = ccache.wrap_compilers(tools, tmp_path / "cuda", tmp_path / "work" / "shims")
+    again = ccache.wrap_compilers(tools, tmp_path / "cuda", work / "shims", base=work)
     assert again == env
 
 
@@ -60,7 +65,10 @@ def test_no_ccache_leaves_the_environment_alone(
 ) -> None:
     (tmp_path / "tools" / "ccache").unlink()
     with caplog.at_level(logging.WARNING):
-        assert ccache.wrap_compilers(tools, tmp_path / "cuda", tmp_path / "shims") == tools
+        assert (
+            ccache.wrap_compilers(tools, tmp_path / "cuda", tmp_path / "shims", base=tmp_path)
+            == tools
+        )
     assert "compiling uncached" in caplog.text
     assert not (tmp_path / "shims").exists()
 
@@ -68,7 +76,9 @@ def test_no_ccache_leaves_the_environment_alone(
 def test_windows_masquerades_cl_and_prefixes_nvcc(tmp_path: Path, tools: dict[str, str]) -> None:
     real_cl = _exe(tmp_path / "msvc" / "cl.exe")
     env = {**tools, "PATH": tools["PATH"] + os.pathsep + str(real_cl.parent)}
-    out = ccache.wrap_compilers(env, tmp_path / "cuda", tmp_path / "shims", windows=True)
+    out = ccache.wrap_compilers(
+        env, tmp_path / "cuda", tmp_path / "shims", base=tmp_path, windows=True
+    )
     assert out["PATH"].split(os.pathsep)[0] == str(tmp_path / "shims")
     assert (tmp_path / "shims" / "cl.exe").read_bytes() == (
         tmp_path / "tools" / "ccache"

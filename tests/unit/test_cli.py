@@ -89,6 +89,35 @@ def test_unknown_package_is_a_plan_error_not_a_traceback(
     assert "unknown package 'flash-atn'" in err and "did you mean 'flash-attn'" in err
 
 
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--local"], "--rebuild takes the target from the wheel's build record: drop --local"),
+        (["some-build-id"], "build record: drop BUILD_ID"),
+        (["--archs", "9.0"], "drop --archs"),
+        (["--torch-index", "pip"], "drop --torch-index"),
+        (["--no-import"], "import check included: drop --no-import"),
+        ([], "build record (pass --record PATH) '{wheel}.build.json': no such file"),
+        (["--record", MISSING], f"--record '{MISSING}': no such file"),
+    ],
+)
+def test_verify_rebuild_argument_errors(
+    extra: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel = tmp_path / "demo-0.1.0-cp312-cp312-linux_x86_64.whl"
+    wheel.write_bytes(b"")
+    code, err = _run(["verify", str(wheel), *extra, "--rebuild"], capsys)
+    assert code == UsageError.exit_code
+    assert err.count("\n") == 1 and message.format(wheel=wheel) in err
+
+
+def test_verify_record_needs_rebuild(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wheel = tmp_path / "demo-0.1.0-cp312-cp312-linux_x86_64.whl"
+    wheel.write_bytes(b"")
+    code, err = _run(["verify", str(wheel), "--local", "--record", str(wheel)], capsys)
+    assert code == UsageError.exit_code and "--record goes with --rebuild" in err
+
+
 def test_root_is_the_checkout_around_the_current_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -135,7 +164,7 @@ def test_log_level_follows_quiet_and_verbose(
     capsys: pytest.CaptureFixture[str], matrix_dir: Callable[..., FarmRoot]
 ) -> None:
     """A plan with jobs past the hosted limit warns: shown by default, hidden by -qq."""
-    slow = package_yaml("slow-pkg", extra="build_minutes_per_arch: 100\n")
+    slow = package_yaml("slow-pkg", extra="build_minutes_per_arch: 10000\n")  # past splitting
     root = matrix_dir({"slow-pkg": slow})
     argv = ["plan", "--root", str(root.path), "--format", "json"]
     assert main(argv) == 0

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.roots import REPO
 from wheelfarm.core.errors import SiteError
+from wheelfarm.core.http import sha256_file
 from wheelfarm.core.label import OtherLabel
 from wheelfarm.core.wheelfile import write_wheel
 from wheelfarm.index import entries as reasons
+from wheelfarm.index import sources
 from wheelfarm.index.entries import account, covers_from_name
-from wheelfarm.index.site import OWNED, build_site
-from wheelfarm.index.sources import from_wheelhouse
+from wheelfarm.index.site import OWNED, Site, build_site
+from wheelfarm.index.sources import Known, from_wheelhouse
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.plan import existing_build_ids
@@ -43,8 +46,9 @@ def wheel(house: Path, name: str = W, body: bytes = b"") -> Path:
 
 
 def site(house: Path, out: Path, matrix: Matrix | None = None) -> None:
-    entries, files = from_wheelhouse(house, matrix, {})
-    build_site(entries, out, templates=REPO.templates, files=files)
+    with Site(out) as written:
+        entries = from_wheelhouse(house, matrix, {}, written)
+        written.commit(entries, templates=REPO.templates)
 
 
 def test_refuses_an_out_holding_files_it_did_not_write(tmp_path: Path) -> None:
@@ -98,7 +102,7 @@ def test_same_size_new_bytes_replace_the_copy_and_unchanged_files_are_linked(
     site(house, out)
     assert (out / "files" / path.name).read_bytes() == path.read_bytes()
     assert (out / "files" / other.name).stat().st_ino == kept_inode  # hard-linked, not copied
-    owned = json.loads((out / OWNED).read_text())["files"]
+    owned = json.loads((out / OWNED).read_text().split("\n", 1)[1])["files"]
     assert set(owned) == {
         str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != OWNED
     }
@@ -171,13 +175,14 @@ def test_archs_and_partial_builds(tmp_path: Path, shipped: Matrix) -> None:
     }
     path.with_name(path.name + ".build.json").write_text(json.dumps(record))
     policy = {"demo-pkg-1.0.0-cu130torch2.14-cp312-linux_x86_64": frozenset({"sm_80", "sm_120"})}
-    entries, files = from_wheelhouse(house, shipped, {}, policy)
-    assert entries[0].to_json()["archs"] == {
-        "sass": ["sm_80", "sm_90", "sm_100"],
-        "ptx": ["sm_100"],
-    }
-    assert entries[0].partial_archs
-    build_site(entries, tmp_path / "site", templates=REPO.templates, files=files)
+    with Site(tmp_path / "site") as written:
+        entries = from_wheelhouse(house, shipped, {}, written, policy)
+        assert entries[0].to_json()["archs"] == {
+            "sass": ["sm_80", "sm_90", "sm_100"],
+            "ptx": ["sm_100"],
+        }
+        assert entries[0].partial_archs
+        written.commit(entries, templates=REPO.templates)
     assert existing_build_ids(tmp_path / "site" / "packages.json") == set()
     assert (tmp_path / "site" / "packages.js").is_file()
 
@@ -199,3 +204,51 @@ def test_cli_reports_unfiled_wheels_and_strict_fails(
     assert main([*argv, "--strict"]) == SiteError.exit_code  # the rerun reads no wheel
     assert capsys.readouterr().out.splitlines()[1:] == first.splitlines()[1:]
     assert (out / OWNED).stat().st_mtime_ns == mtime
+
+
+def _index_with_cache(house: Path, out: Path) -> None:
+    with Site(out) as written:
+        known = Known.table(written.owned.cache)
+        written.commit(
+            from_wheelhouse(house, None, {}, written, None, known), templates=REPO.templates
+        )
+
+
+def test_a_rerun_reads_only_the_wheels_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    house, out = tmp_path / "house", tmp_path / "site"
+    house.mkdir()
+    changed = wheel(house, body=b"a")
+    kept = wheel(house, W.replace("cp312-cp312", "cp311-cp311"))
+    _index_with_cache(house, out)
+    assert (out / "files" / kept.name).stat().st_ino == kept.stat().st_ino  # linked, not copied
+    read: list[str] = []
+    real_read = sources._read
+    monkeypatch.setattr(sources, "_read", lambda p, size: read.append(p.name) or real_read(p, size))
+    replacement = wheel(tmp_path, body=b"bb")  # replaced, as builds do: a new inode
+    replacement.replace(changed)
+    (out / "files" / f"{kept.name}.metadata").unlink()  # read again from the wheel
+    owned = json.loads((out / OWNED).read_text().split("\n", 1)[1])
+    owned["files"].pop(f"files/{kept.name}.metadata")
+    head = (out / OWNED).read_text().split("\n", 1)[0]
+    (out / OWNED).write_text(head + "\n" + json.dumps(owned) + "\n")
+    _index_with_cache(house, out)
+    assert read == [changed.name]
+    assert (out / "files" / changed.name).read_bytes() == changed.read_bytes()
+    assert (out / "files" / f"{kept.name}.metadata").read_bytes().startswith(b"Metadata-Version")
+    page = (out / "cu130" / "torch2.14" / "demo-pkg" / "index.html").read_text()
+    assert sha256_file(changed) in page
+
+
+def test_a_crashed_runs_tree_is_removed_and_a_running_ones_kept(tmp_path: Path) -> None:
+    house, out = tmp_path / "house", tmp_path / "site"
+    house.mkdir()
+    wheel(house)
+    crashed = tmp_path / ".site.999999999.abc.new"  # above Linux's pid_max: no such process
+    running = tmp_path / f".site.{os.getpid()}.def.new"
+    for tree in (crashed, running):
+        (tree / "files").mkdir(parents=True)
+    site(house, out)
+    assert not crashed.exists()
+    assert running.is_dir()

@@ -199,10 +199,18 @@ def test_explain_each_reason() -> None:
 
 
 def test_long_jobs_warn_once_per_package(matrix_dir: Callable[..., Path]) -> None:
+    """Split into compile shards, a 600-minute build runs no job past the limit."""
     m = _matrix(matrix_dir, "{kind: cpython}", extra=ONLY_214 + "build_minutes_per_arch: 100\n")
     plan = make_plan(m, expand(m))
+    assert plan.warnings == ()
+    assert plan.longest_job_minutes == 130  # 600 / 5 shards + 10 overhead
+
+
+def test_jobs_too_long_even_split_warn_once_per_package(matrix_dir: Callable[..., Path]) -> None:
+    m = _matrix(matrix_dir, "{kind: cpython}", extra=ONLY_214 + "build_minutes_per_arch: 10000\n")
+    plan = make_plan(m, expand(m))
     assert len(plan.warnings) == 1
-    assert "5 builds predicted up to 600 min > 360 min" in plan.warnings[0]
+    assert "5 builds predicted up to 6010 min > 360 min" in plan.warnings[0]
 
 
 def test_explain_names_the_collapsed_build(matrix_dir: Callable[..., Path]) -> None:

@@ -511,7 +511,7 @@ def test_wheelhouse_source(
         assert "\n" not in str(result)
         assert str(scratch) in str(result)
     else:
-        assert [e.filename for e in result[0]] == [NAME]
+        assert [e.filename for e in result] == [NAME]
 
 
 def _index_json() -> st.SearchStrategy[bytes]:

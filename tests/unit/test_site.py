@@ -7,8 +7,7 @@ import pytest
 from tests.roots import REPO
 from wheelfarm.core.errors import SiteError
 from wheelfarm.index.entries import Covered, WheelEntry, covers_from_name
-from wheelfarm.index.site import build_site
-from wheelfarm.index.sources import LocalFile
+from wheelfarm.index.site import Site, build_site
 from wheelfarm.matrix.load import load_matrix
 
 SHA = "ab" * 32
@@ -60,7 +59,7 @@ def test_unchanged_input_rewrites_nothing(tmp_path: Path) -> None:
     assert first.written
     mtimes = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
     again = build_site([entry(W)], tmp_path, templates=REPO.templates)
-    assert again.written == [] and again.removed == []
+    assert again.written == 0 and again.removed == []
     assert mtimes == {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
 
 
@@ -76,15 +75,11 @@ def test_refuses_to_lose_published_wheels(tmp_path: Path) -> None:
     assert other not in (tmp_path / "packages.json").read_text()
 
 
-def test_files_cannot_escape_the_output_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["../../evil.txt", "..", ".wheelfarm-site", "a/../../evil"])
+def test_files_cannot_escape_the_output_folder(name: str, tmp_path: Path) -> None:
     (tmp_path / "x.whl").write_bytes(b"x")
-    with pytest.raises(SiteError, match="outside"):
-        build_site(
-            [entry(W)],
-            tmp_path / "site",
-            templates=REPO.templates,
-            files=[LocalFile("../../evil.txt", SHA, source=tmp_path / "x.whl")],
-        )
+    with pytest.raises(SiteError, match="refusing to place"), Site(tmp_path / "site") as site:
+        site.place(tmp_path / "x.whl", name, SHA, SHA, b"")
     assert not (tmp_path / "evil.txt").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.whl"]  # no temp tree left
 
@@ -138,9 +133,10 @@ def test_yanked_version_in_yaml_marks_its_wheels(matrix_dir: object, tmp_path: P
         },
         info,
     )
-    entries, files = from_wheelhouse(house, matrix, yanked_versions(matrix))
-    assert entries[0].yanked == "wrong sm_90 kernels"
-    build_site(entries, tmp_path / "site", templates=REPO.templates, files=files)
+    with Site(tmp_path / "site") as site:
+        entries = from_wheelhouse(house, matrix, yanked_versions(matrix), site)
+        assert entries[0].yanked == "wrong sm_90 kernels"
+        site.commit(entries, templates=REPO.templates)
     page = (tmp_path / "site" / "cu130" / "torch2.14" / "demo-pkg" / "index.html").read_text()
     assert 'data-yanked="wrong sm_90 kernels"' in page
     assert 'href="../../../files/demo_pkg-1.0.0%2Bcu130torch2.14-' in page

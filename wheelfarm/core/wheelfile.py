@@ -10,6 +10,7 @@ import hashlib
 import io
 import zipfile
 from pathlib import Path
+from typing import IO
 
 from packaging.metadata import RawMetadata, parse_email
 from wheel.wheelfile import WheelError, WheelFile  # type: ignore[import-untyped]
@@ -56,9 +57,10 @@ def requires_python(data: bytes) -> str | None:
     return None
 
 
-def read_metadata_bytes(wheel: Path) -> bytes:
-    """Raw METADATA, as PEP 658 publishes it beside the wheel; ValueError past MAX_METADATA
-    (it is read whole, and a zip entry can unpack to gigabytes)."""
+def read_metadata_bytes(wheel: Path | IO[bytes]) -> bytes:
+    """Raw METADATA, as PEP 658 publishes it beside the wheel (a path, or the wheel's bytes
+    already read); ValueError past MAX_METADATA (it is read whole, and a zip entry can unpack
+    to gigabytes)."""
     with zipfile.ZipFile(wheel) as zf:
         info = zf.getinfo(f"{dist_info(zf.namelist())}/METADATA")
         if info.file_size > MAX_METADATA:

@@ -283,13 +283,16 @@ def _upload_all(
 
 
 def _records(wheels: list[Path], report: PublishReport) -> dict[str, dict[str, Any]]:
-    """Build records of the wheels this run uploaded, by wheel name."""
+    """Build records of the wheels this run uploaded, by wheel name, without their "timing"
+    (when and how fast): the records file is named by its hash, so the same wheels give the
+    same file from any rebuild. A rebuilt wheel that is already there uploads no record."""
     done = set(report.uploaded)
     out = {}
     for wheel in wheels:
         record = wheel.with_name(wheel.name + ".build.json")
         if wheel.name in done and record.is_file():
-            out[wheel.name] = json.loads(record.read_text(encoding="utf-8"))
+            data = json.loads(record.read_text(encoding="utf-8"))
+            out[wheel.name] = {k: v for k, v in data.items() if k != "timing"}
     return out
 
 

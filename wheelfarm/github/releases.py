@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -19,10 +20,13 @@ from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.github.client import GitHubClient
 from wheelfarm.github.publish import REQUIRES_PYTHON, asset_sha256, uploaded
 from wheelfarm.index.entries import WheelEntry
-from wheelfarm.index.sources import Yanks, covers_for, with_yank
+from wheelfarm.index.sources import Policy, Yanks, covers_for, with_archs, with_yank
 from wheelfarm.matrix.model import Matrix
 
 SUMS = "SHA256SUMS"  # written by publishers before digests; still read
+RECORDS = "records-"  # records-<hash>.json: the build records one publishing run added
+MAX_RECORDS = 64 << 20  # a run's records for 1,000 wheels are a few MB
+logger = logging.getLogger(__name__)
 
 
 def parse_sha256sums(text: str) -> dict[str, str]:
@@ -69,16 +73,41 @@ class ReleasesSource:
             if name.endswith(".whl")
         }
 
-    def entries(self, matrix: Matrix | None, yanked: Yanks) -> list[WheelEntry]:
-        """Every published wheel as an index entry."""
+    def entries(
+        self, matrix: Matrix | None, yanked: Yanks, policy: Policy | None = None
+    ) -> list[WheelEntry]:
+        """Every published wheel as an index entry, with the SASS and PTX archs its build
+        record found (from the release's records-*.json: one download per publishing run)."""
         out = []
         for release, assets in self.wheel_assets():
             legacy = _Legacy(self.client, assets)
+            records = self._records(assets)
             for name, asset in assets.items():
                 if name.endswith(".whl"):
-                    out.append(
-                        with_yank(self._entry(release, asset, assets, legacy, matrix), yanked)
-                    )
+                    entry = self._entry(release, asset, assets, legacy, matrix)
+                    out.append(with_yank(with_archs(entry, records.get(name), policy), yanked))
+        return out
+
+    def _records(self, assets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Wheel name -> build record, from the release's records-*.json assets. An asset too
+        big to be one, or not a JSON object of objects, is skipped with a warning: the
+        wheels are still listed, without archs."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, asset in sorted(assets.items()):
+            if not (name.startswith(RECORDS) and name.endswith(".json")):
+                continue
+            try:
+                if int(asset.get("size", 0)) > MAX_RECORDS:
+                    msg = f"{asset.get('size')} bytes, over the {MAX_RECORDS} read"
+                    raise ValueError(msg)  # noqa: TRY301 - reported with the rest below
+                data = json.loads(self.client.download(asset))
+                if not isinstance(data, dict):
+                    msg = "not a JSON object"
+                    raise ValueError(msg)  # noqa: TRY004, TRY301 - as above
+            except (ValueError, TypeError) as exc:
+                logger.warning("%s: skipped (%s); its wheels are listed without archs", name, exc)
+                continue
+            out.update((k, v) for k, v in data.items() if isinstance(v, dict))
         return out
 
     def _entry(

@@ -1,0 +1,408 @@
+"""Split one long compile over several jobs, then link it warm (docs/adr/0011-split-compile.md).
+
+A build predicted past GitHub's job limit runs as K compile shards and one link job:
+
+- shard i of K runs the normal build with a `ninja` shim first on PATH. torch's cpp_extension
+  runs `ninja -v -j N` in its build folder; the shim reads build.ninja, builds with the real ninja
+  only the objects whose source (relative to the source root, the same on every machine) hashes
+  to i, and writes an empty object file for every other output, so setuptools links and the build
+  goes on. The objects it compiled stay in the compiler cache, which the job hands on; the wheel
+  is a husk and is thrown away.
+- the link job copies the shards' caches into its own and runs the whole build, which must hit
+  the cache for at least MIN_HIT_RATE of its compiles, else it fails naming the objects that
+  missed (from ccache's log).
+
+Shard and link must hash the same compile commands: NVCC_THREADS (nvcc --threads, which the
+builder otherwise picks per machine) is 1 in every job of a split build, ccache hashes the
+compilers' content (each job installs its toolkit afresh, so mtimes differ), and
+CCACHE_BASEDIR/NOHASHDIR take the work folder out of the hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shlex
+import shutil
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from wheelfarm.core.errors import BuildError, UsageError
+from wheelfarm.core.proc import call
+
+logger = logging.getLogger(__name__)
+
+MIN_HIT_RATE = 0.99  # the link build's ccache hits over its compiles
+SHOWN = 20  # missed objects a failure names
+SOURCE_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".C"})
+MANIFEST = "wheelfarm-shard.jsonl"  # what the shim built and stubbed, one line per ninja run
+_HEX = re.compile(r"^[0-9a-f]$")
+
+
+@dataclass(frozen=True)
+class Split:
+    """One part of a split build: compile shard `shard` of `count` (1-based), or, with
+    `caches`, the link build that merges the shards' compiler caches."""
+
+    shard: int | None = None
+    count: int = 0
+    caches: tuple[Path, ...] = ()
+
+    @property
+    def is_shard(self) -> bool:
+        return self.shard is not None
+
+    @classmethod
+    def parse_shard(cls, text: str) -> Split:
+        """'2/3' -> shard 2 of 3."""
+        left, _, right = text.partition("/")
+        if not (left.isdigit() and right.isdigit() and 1 <= int(left) <= int(right)):
+            msg = f"--shard {text!r}: expected I/K with 1 <= I <= K, e.g. 1/3"
+            raise UsageError(msg)
+        return cls(shard=int(left), count=int(right))
+
+    @classmethod
+    def link(cls, caches: Sequence[Path]) -> Split:
+        missing = [str(c) for c in caches if not c.is_dir()]
+        if not caches or missing:
+            msg = f"--link needs the shards' compiler cache folders; not folders: {missing}"
+            raise UsageError(msg)
+        return cls(caches=tuple(caches))
+
+
+def owner(rel: str, count: int) -> int:
+    """The shard (0-based) that compiles a source; a pure function of its relative path."""
+    digest = hashlib.sha256(PurePosixPath(rel).as_posix().encode()).digest()
+    return int.from_bytes(digest[:8], "big") % count
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One ninja build statement: explicit outputs, rule, explicit inputs."""
+
+    outputs: tuple[str, ...]
+    rule: str
+    inputs: tuple[str, ...]
+
+
+def _split_unescaped(text: str) -> list[str]:
+    """Split a ninja path list on unescaped spaces and unescape `$ `, `$:` and `$$`."""
+    out, cur, i = [], [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "$" and i + 1 < len(text):
+            cur.append(text[i + 1])
+            i += 2
+            continue
+        if ch == " ":
+            if cur:
+                out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    if cur:
+        out.append("".join(cur))
+    return out
+
+
+def parse_ninja(text: str) -> list[Statement]:
+    """The build statements of a build.ninja (torch writes no include or subninja)."""
+    text = re.sub(r"\$\n[ \t]*", "", text)  # line continuations
+    statements = []
+    for line in text.splitlines():
+        if not line.startswith("build "):
+            continue
+        body = line[len("build ") :]
+        colon = next(i for i, ch in enumerate(body) if ch == ":" and (i == 0 or body[i - 1] != "$"))
+        outs = _split_unescaped(body[:colon].split(" | ")[0])
+        rest = _split_unescaped(body[colon + 1 :])
+        rule, inputs = rest[0], []
+        for word in rest[1:]:
+            if word in ("|", "||", "|@"):
+                break
+            inputs.append(word)
+        statements.append(Statement(tuple(outs), rule, tuple(inputs)))
+    return statements
+
+
+def source_of(st: Statement, root: Path) -> str | None:
+    """The source a compile statement compiles, relative to the source root; None when the
+    statement is no single-source compile (a device link, a phony)."""
+    if st.rule == "phony" or len(st.inputs) != 1:
+        return None
+    src = Path(st.inputs[0])
+    if src.suffix not in SOURCE_SUFFIXES:
+        return None
+    try:
+        return src.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return src.as_posix()
+
+
+def select(
+    statements: Iterable[Statement], root: Path, shard: int, count: int
+) -> tuple[list[Statement], list[Statement]]:
+    """(built here, stubbed here): compiles whose source hashes to `shard` (1-based) are built;
+    every other statement's outputs become empty objects."""
+    mine: list[Statement] = []
+    stub: list[Statement] = []
+    for st in statements:
+        if st.rule == "phony":
+            continue
+        rel = source_of(st, root)
+        (mine if rel is not None and owner(rel, count) == shard - 1 else stub).append(st)
+    return mine, stub
+
+
+# ---------------------------------------------------------------- the shim (runs under ninja)
+
+
+def _ninja_args(argv: list[str]) -> tuple[Path, list[str], list[str]] | None:
+    """(build file, flags, targets) of a plain build invocation; None for anything else
+    (--version, -t tool, -n), which goes to the real ninja untouched."""
+    folder, file, flags, targets = Path(), "build.ninja", [], []
+    it = iter(argv)
+    for arg in it:
+        if arg in ("-C", "-f", "-j", "-k", "-l", "-d", "-w"):
+            value = next(it, "")
+            if arg == "-C":
+                folder = Path(value)
+            elif arg == "-f":
+                file = value
+            else:
+                flags += [arg, value]
+        elif arg in ("-v", "--verbose", "--quiet") or arg.startswith(("-j", "-k", "-l")):
+            flags.append(arg)
+        elif arg.startswith("-"):
+            return None
+        else:
+            targets.append(arg)
+    if targets:
+        return None
+    return folder / file, flags, targets
+
+
+def shim_main(argv: list[str]) -> int:
+    """`ninja` for shard I of K (WHEELFARM_SHARD): build this shard's objects, stub the rest."""
+    real = os.environ["WHEELFARM_REAL_NINJA"]
+    parsed = _ninja_args(argv)
+    if parsed is None and sys.platform != "win32":
+        os.execv(real, [real, *argv])  # noqa: S606 - not a build: the shim becomes the real ninja
+    if parsed is None:  # Windows has no exec: run it and pass its status on
+        try:
+            call([real, *argv])
+        except BuildError:
+            return 1
+        return 0
+    build_file, flags, _ = parsed
+    shard, _, count = os.environ["WHEELFARM_SHARD"].partition("/")
+    root = Path(os.environ["WHEELFARM_SHARD_ROOT"])
+    folder = build_file.parent.resolve()
+    statements = parse_ninja(build_file.read_text(encoding="utf-8"))
+    mine, stub = select(statements, root, int(shard), int(count))
+    outputs = [o for st in mine for o in st.outputs]
+    if outputs:
+        cmd = [real, "-C", str(folder), "-f", build_file.name, *flags, *outputs]
+        try:
+            call(cmd)
+        except BuildError as exc:
+            sys.stderr.write(f"wheelfarm shard {shard}/{count}: {exc}\n")
+            return 1
+    empty = Path(os.environ["WHEELFARM_EMPTY_OBJECT"])
+    for st in stub:
+        for out in st.outputs:
+            path = folder / out
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(empty, path)
+    entry = {
+        "build_file": str(build_file.resolve()),
+        "built": sorted(filter(None, (source_of(st, root) for st in mine))),
+        "stubbed": sorted(o for st in stub for o in st.outputs),
+    }
+    with Path(os.environ["WHEELFARM_SHARD_MANIFEST"]).open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry) + "\n")
+    sys.stderr.write(
+        f"wheelfarm shard {shard}/{count}: built {len(mine)} objects, stubbed {len(stub)}\n"
+    )
+    return 0
+
+
+# ---------------------------------------------------------------- the builder's side
+
+
+def merge_caches(caches: Iterable[Path], into: Path) -> int:
+    """Copy the shards' ccache entries into one cache folder (entries are named by their hash,
+    so copies never conflict); per-folder stats stay behind. Returns the files copied."""
+    copied = 0
+    for cache in caches:
+        for top in (p for p in cache.iterdir() if p.is_dir() and _HEX.match(p.name)):
+            for f in top.rglob("*"):
+                if f.is_file() and f.name != "stats":
+                    dest = into / f.relative_to(cache)
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(f, dest)
+                    copied += 1
+    return copied
+
+
+def _shim(bin_dir: Path) -> Path:
+    """A folder holding `ninja` that runs shim_main: a sh script, or on Windows (which runs
+    `ninja` only as ninja.exe) the launcher pip gives every console script."""
+    bin_dir.mkdir()
+    if sys.platform != "win32":
+        shim = bin_dir / "ninja"
+        shim.write_text(
+            f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m wheelfarm.builder.shard "$@"\n',
+            encoding="utf-8",
+        )
+        shim.chmod(0o755)
+        return bin_dir
+    from pip._vendor.distlib.scripts import ScriptMaker  # noqa: PLC0415 - Windows only
+
+    maker = ScriptMaker(None, str(bin_dir))  # type: ignore[no-untyped-call, unused-ignore]
+    maker.executable = sys.executable  # type: ignore[assignment, unused-ignore]
+    maker.variants = {""}
+    maker.make("ninja = wheelfarm.builder.shard:console")  # type: ignore[no-untyped-call, unused-ignore]
+    return bin_dir
+
+
+def _empty_object(env: dict[str, str], work: Path) -> Path:
+    """A valid object file with nothing in it: what a stubbed output becomes. Made by the real
+    host compiler (MSVC's cl on Windows, which NVCC_CCBIN names past the ccache masquerade)."""
+    path = env.get("PATH")
+    src = work / "empty.c"
+    src.write_text("/* stub object of a compile shard */\n", encoding="utf-8")
+    argv: list[str | Path]
+    if sys.platform == "win32":
+        cl = env.get("NVCC_CCBIN") or shutil.which("cl.exe", path=path)
+        obj = work / "empty.obj"
+        argv = [cl or "cl.exe", "/nologo", "/c", src, f"/Fo{obj}"]
+    else:
+        cc = shutil.which("cc", path=path) or shutil.which("gcc", path=path) or "cc"
+        obj = work / "empty.o"
+        argv = [cc, "-c", src, "-o", obj]
+    call(argv, env=env, cwd=work)
+    return obj
+
+
+def prepare(env: dict[str, str], split: Split | None, *, src: Path, work: Path) -> dict[str, str]:
+    """The compile env of a shard (the ninja shim leads PATH) or a link build (the shards'
+    caches merged into CCACHE_DIR, ccache logging each compile); unchanged without a split."""
+    if split is None:
+        return env
+    # nvcc --threads is in the hashed command line, and the builder picks it per machine: one
+    # value for every job of a split build (the shards are its parallelism)
+    # and each job installs its toolkit afresh: hash the compilers' content, not their mtime
+    env = {**env, "NVCC_THREADS": "1", "CCACHE_COMPILERCHECK": "content"}
+    folder = work / "split"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    if split.is_shard:
+        real = shutil.which("ninja", path=env.get("PATH"))
+        if real is None:
+            msg = "a compile shard needs ninja on PATH (add ninja to build_requires)"
+            raise BuildError(msg)
+        shard_env = {
+            **env,
+            "PATH": os.pathsep.join([str(_shim(folder / "bin")), env.get("PATH", "")]),
+            "WHEELFARM_SHARD": f"{split.shard}/{split.count}",
+            "WHEELFARM_SHARD_ROOT": str(src),
+            "WHEELFARM_REAL_NINJA": real,
+            "WHEELFARM_EMPTY_OBJECT": str(_empty_object(env, folder)),
+            "WHEELFARM_SHARD_MANIFEST": str(folder / MANIFEST),
+        }
+        if sys.platform == "win32":  # the husk's link: /EXPORT:PyInit_* may be in a stub
+            shard_env["LINK"] = " ".join(filter(None, [env.get("LINK"), "/FORCE:UNRESOLVED"]))
+        return shard_env
+    cache = Path(env["CCACHE_DIR"])
+    cache.mkdir(parents=True, exist_ok=True)
+    copied = merge_caches(split.caches, cache)
+    logger.info(
+        "merged %d cache files from %d shard caches into %s", copied, len(split.caches), cache
+    )
+    return {**env, "CCACHE_LOGFILE": str(folder / "ccache.log")}
+
+
+def missed_objects(logfile: Path) -> list[str]:
+    """The object files whose compile missed the cache, from a ccache log."""
+    objects: dict[str, str] = {}
+    missed = []
+    pattern = re.compile(r"^\[[^ ]+ (\d+)\s*\] (Object file|Result): (.*)$")
+    try:
+        lines = logfile.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        m = pattern.match(line)
+        if m is None:
+            continue
+        pid, key, value = m.groups()
+        if key == "Object file":
+            objects[pid] = value
+        elif value == "cache_miss" and pid in objects:
+            missed.append(objects[pid])
+    return missed
+
+
+def finish(split: Split | None, counts: dict[str, int], env: dict[str, str]) -> dict[str, object]:
+    """After the compile: a shard reports what it built (and fails if ninja never ran); a link
+    build fails below MIN_HIT_RATE, naming the objects that missed. Returns the summary."""
+    if split is None:
+        return {}
+    if split.is_shard:
+        manifest = Path(env["WHEELFARM_SHARD_MANIFEST"])
+        if not manifest.is_file():
+            msg = (
+                "the build never ran ninja, so nothing was split: sharding needs a torch "
+                "cpp_extension build with ninja in build_requires"
+            )
+            raise BuildError(msg)
+        runs = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines()]
+        built = sum(len(r["built"]) for r in runs)
+        stubbed = sum(len(r["stubbed"]) for r in runs)
+        logger.info(
+            "shard %s/%s: compiled %d objects, stubbed %d", split.shard, split.count, built, stubbed
+        )
+        return {"shard": f"{split.shard}/{split.count}", "built": built, "stubbed": stubbed}
+    hits, misses = counts.get("hits", 0), counts.get("misses", 0)
+    rate = hits / (hits + misses) if hits + misses else 0.0
+    logger.info("link build: %d ccache hits, %d misses (%.1f%%)", hits, misses, 100 * rate)
+    if rate < MIN_HIT_RATE:
+        missed = missed_objects(Path(env["CCACHE_LOGFILE"]))
+        shown = ", ".join(missed[:SHOWN]) + (
+            f" and {len(missed) - SHOWN} more" if len(missed) > SHOWN else ""
+        )
+        msg = (
+            f"link build hit the shards' caches for {hits} of {hits + misses} compiles "
+            f"({100 * rate:.1f}% < {100 * MIN_HIT_RATE:.0f}%): a shard failed or its cache is "
+            f"missing, or shard and link compiled differently; missed: {shown or 'unknown'}"
+        )
+        raise BuildError(msg)
+    return {"hits": hits, "misses": misses, "hit_rate": round(rate, 4)}
+
+
+def write_summary(out_dir: Path, build_id: str, summary: dict[str, object]) -> Path:
+    """`<build id>.shard-IofK.json` in the wheelhouse: what a compile shard did (its product is
+    the compiler cache, not a wheel)."""
+    name = str(summary["shard"]).replace("/", "of")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{build_id}.shard-{name}.json"
+    path.write_text(
+        json.dumps({"build_id": build_id, **summary}, indent=2) + "\n", encoding="utf-8"
+    )
+    return path
+
+
+def console() -> None:
+    """The Windows launcher's entry point."""
+    sys.exit(shim_main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    console()

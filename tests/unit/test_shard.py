@@ -1,0 +1,190 @@
+"""Split compiles (docs/adr/0011-split-compile.md): which shard compiles what, the ninja shim's
+stubs, the cache merge, the link build's hit check, and the plan's shard and link jobs."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.roots import REPO
+from wheelfarm.builder import shard
+from wheelfarm.builder.shard import Split
+from wheelfarm.core.errors import BuildError, UsageError
+from wheelfarm.github.actions import JOB_KEYS, github_outputs
+from wheelfarm.matrix.expand import expand
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.plan import compile_shards, make_plan
+
+SOURCES = [f"csrc/kernel_{i}.cu" for i in range(40)] + ["csrc/api.cpp", "csrc/my dir/x.cu"]
+
+
+def _ninja(root: Path, build: Path) -> str:
+    """A build.ninja as torch's cpp_extension writes it: absolute paths, `$ ` and `$:` escapes,
+    a continued line and a device-link statement."""
+    lines = ["ninja_required_version = 1.3", "rule compile", "  command = c++ -c $in -o $out"]
+    for rel in SOURCES:
+        src = str(root / rel).replace(" ", "$ ").replace(":", "$:")
+        obj = str(build / rel).replace(" ", "$ ").replace(":", "$:") + ".o"
+        rule = "cuda_compile" if rel.endswith(".cu") else "compile"
+        lines.append(f"build {obj}: {rule} $\n    {src}")
+    lines.append(f"build {build}/dlink.o: cuda_dlink {build}/csrc/kernel_0.cu.o")
+    return "\n".join(lines) + "\n"
+
+
+def test_each_object_is_compiled_by_exactly_one_shard(tmp_path: Path) -> None:
+    root, build = tmp_path / "src", tmp_path / "build"
+    statements = shard.parse_ninja(_ninja(root, build))
+    assert len(statements) == len(SOURCES) + 1
+    assert shard.source_of(statements[-2], root) == "csrc/my dir/x.cu"
+    for k in (1, 2, 3, 7):
+        built = Counter(
+            shard.source_of(st, root)
+            for i in range(1, k + 1)
+            for st in shard.select(statements, root, i, k)[0]
+        )
+        assert built == Counter(SOURCES), k  # every source once, nothing else (not the dlink)
+        for i in range(1, k + 1):
+            mine, stub = shard.select(statements, root, i, k)
+            assert len(mine) + len(stub) == len(statements)
+    spread = Counter(shard.owner(s, 3) for s in SOURCES)
+    assert set(spread) == {0, 1, 2}  # a hash, not "everything in the first shard"
+
+
+def test_selection_is_a_function_of_the_relative_path_only(tmp_path: Path) -> None:
+    here = shard.parse_ninja(_ninja(tmp_path / "a" / "src", tmp_path / "a" / "b"))
+    there = shard.parse_ninja(_ninja(tmp_path / "elsewhere", tmp_path / "x"))
+    for i in (1, 2, 3):
+        picked_here = shard.select(here, tmp_path / "a" / "src", i, 3)[0]
+        picked_there = shard.select(there, tmp_path / "elsewhere", i, 3)[0]
+        assert [shard.source_of(s, tmp_path / "a" / "src") for s in picked_here] == [
+            shard.source_of(s, tmp_path / "elsewhere") for s in picked_there
+        ]
+    assert shard.owner("csrc/api.cpp", 5) == shard.owner("csrc/api.cpp", 5)
+
+
+def test_shim_builds_its_share_and_stubs_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, build = tmp_path / "src", tmp_path / "build"
+    build.mkdir()
+    (build / "build.ninja").write_text(_ninja(root, build))
+    empty = tmp_path / "empty.o"
+    empty.write_bytes(b"\x7fELF stub")
+    ran: list[list[str]] = []
+    monkeypatch.setattr(shard, "call", lambda argv, **_: ran.append([str(a) for a in argv]))
+    monkeypatch.setenv("WHEELFARM_REAL_NINJA", "/usr/bin/ninja")
+    monkeypatch.setenv("WHEELFARM_SHARD", "2/3")
+    monkeypatch.setenv("WHEELFARM_SHARD_ROOT", str(root))
+    monkeypatch.setenv("WHEELFARM_EMPTY_OBJECT", str(empty))
+    monkeypatch.setenv("WHEELFARM_SHARD_MANIFEST", str(tmp_path / "manifest.jsonl"))
+    monkeypatch.chdir(build)
+    assert shard.shim_main(["-v", "-j", "2"]) == 0
+    mine = [s for s in SOURCES if shard.owner(s, 3) == 1]
+    assert ran[0][:6] == ["/usr/bin/ninja", "-C", str(build), "-f", "build.ninja", "-v"]
+    assert sorted(ran[0][8:]) == sorted(f"{build}/{s}.o" for s in mine)
+    for s in SOURCES:
+        obj = build / f"{s}.o"
+        assert obj.is_file() == (s not in mine)  # the real ninja (not run here) makes the rest
+    assert (build / "dlink.o").read_bytes() == empty.read_bytes()
+    entry = json.loads((tmp_path / "manifest.jsonl").read_text())
+    assert entry["built"] == sorted(mine)
+    assert len(entry["stubbed"]) == len(SOURCES) - len(mine) + 1
+
+
+def test_parse_shard_and_link_arguments(tmp_path: Path) -> None:
+    assert Split.parse_shard("2/3") == Split(shard=2, count=3)
+    for bad in ("0/3", "4/3", "1", "a/b", "1/0"):
+        with pytest.raises(UsageError, match="I/K"):
+            Split.parse_shard(bad)
+    with pytest.raises(UsageError, match="not folders"):
+        Split.link([tmp_path / "missing"])
+    assert Split.link([tmp_path]).caches == (tmp_path,)
+
+
+def test_merge_copies_cache_entries_but_not_stats(tmp_path: Path) -> None:
+    for name, entry in (("a", "3/7/aaR"), ("b", "f/0/bbM")):
+        (tmp_path / name / entry).parent.mkdir(parents=True)
+        (tmp_path / name / entry).write_text(name)
+        (tmp_path / name / entry.split("/")[0] / "stats").write_text("1\n")
+        (tmp_path / name / "lock").mkdir()
+    into = tmp_path / "merged"
+    assert shard.merge_caches([tmp_path / "a", tmp_path / "b"], into) == 2
+    assert sorted(p.relative_to(into).as_posix() for p in into.rglob("*") if p.is_file()) == [
+        "3/7/aaR",
+        "f/0/bbM",
+    ]
+
+
+LOG = """\
+[2026-11-30T07:07:07.198967 1335 ] Command line: ccache nvcc -c a.cu -o build/a.o
+[2026-11-30T07:07:07.203709 1335 ] Object file: build/a.o
+[2026-11-30T07:07:07.301556 1335 ] Result: cache_miss
+[2026-11-30T07:07:07.309534 1341 ] Object file: build/b.o
+[2026-11-30T07:07:07.310113 1341 ] Result: direct_cache_hit
+"""
+
+
+def test_link_below_the_hit_floor_fails_naming_what_missed(tmp_path: Path) -> None:
+    log = tmp_path / "ccache.log"
+    log.write_text(LOG)
+    link, env = Split(caches=(tmp_path,)), {"CCACHE_LOGFILE": str(log)}
+    assert shard.missed_objects(log) == ["build/a.o"]
+    assert shard.finish(link, {"hits": 99, "misses": 1}, env)["hit_rate"] == 0.99
+    with pytest.raises(BuildError, match=r"1 of 2 compiles \(50.0% < 99%\).*missed: build/a.o"):
+        shard.finish(link, {"hits": 1, "misses": 1}, env)
+    with pytest.raises(BuildError, match="0 of 0 compiles"):
+        shard.finish(link, {}, env)  # nothing went through ccache: no proof of a warm build
+
+
+def test_a_shard_that_never_ran_ninja_fails(tmp_path: Path) -> None:
+    env = {"WHEELFARM_SHARD_MANIFEST": str(tmp_path / "none.jsonl")}
+    with pytest.raises(BuildError, match="never ran ninja"):
+        shard.finish(Split(shard=1, count=2), {}, env)
+
+
+# ---------------------------------------------------------------- the plan
+
+
+def test_shipped_plan_splits_long_builds_and_keeps_every_job_under_5_hours() -> None:
+    matrix = load_matrix(REPO)
+    plan = make_plan(matrix, expand(matrix))
+    split = matrix.farm.split_compile
+    assert split is not None
+    assert plan.splits, "the shipped grid has builds past split_compile.over_minutes"
+    for b in plan.todo:
+        k = compile_shards(b, split)
+        assert plan.splits.get(b.id, 0) == k
+        assert (k > 0) == (b.minutes > split.over_minutes)
+        if k:
+            assert k == max(2, -(-b.minutes // split.shard_minutes))
+            assert len(plan.job_minutes(b)) == k + 1
+    assert plan.longest_job_minutes <= 300
+    assert not any("flash-attn" in w for w in plan.warnings)
+
+
+def test_link_jobs_wait_for_their_compile_shards_in_a_shard_of_their_own() -> None:
+    matrix = load_matrix(REPO)
+    plan = make_plan(matrix, expand(matrix))
+    outputs = github_outputs(plan, matrix.farm.hosted_job_limit_minutes)
+    seen_split = False
+    for key in ("shards_linux_x86_64", "shards_linux_aarch64", "shards_win_amd64"):
+        for s in json.loads(outputs[key]):
+            compiles = Counter(c["id"] for c in s["compile"])
+            for c in s["compile"]:
+                assert set(c) == set(JOB_KEYS)
+                assert c["compile_shards"] == 0
+            for j in s["include"]:
+                assert set(j) == set(JOB_KEYS)
+                assert j["shard"] == ""
+                assert compiles[j["id"]] == j["compile_shards"]  # its shards, same matrix run
+                k = j["compile_shards"]
+                if k:
+                    seen_split = True
+                    want = {f"{i}/{k}" for i in range(1, k + 1)}
+                    assert {c["shard"] for c in s["compile"] if c["id"] == j["id"]} == want
+            assert ("-split-" in s["name"]) == bool(s["compile"])
+            assert len(s["compile"]) <= 256 and len(s["include"]) <= 256
+    assert seen_split
