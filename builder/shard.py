@@ -119,9 +119,13 @@ def parse_ninja(text: str) -> list[Statement]:
         if not line.startswith("build "):
             continue
         body = line[len("build ") :]
-        colon = next(i for i, ch in enumerate(body) if ch == ":" and (i == 0 or body[i - 1] != "$"))
+        colon = next(
+            (i for i, ch in enumerate(body) if ch == ":" and (i == 0 or body[i - 1] != "$")), None
+        )
+        rest = _split_unescaped(body[colon + 1 :]) if colon is not None else []
+        if not rest:
+            continue  # no rule: not a statement ninja would accept either
         outs = _split_unescaped(body[:colon].split(" | ")[0])
-        rest = _split_unescaped(body[colon + 1 :])
         rule, inputs = rest[0], []
         for word in rest[1:]:
             if word in ("|", "||", "|@"):

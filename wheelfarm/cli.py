@@ -188,12 +188,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     matrix, expansion = _grid(args)
     query = _query(args)
+    opts = _build_options(args, local=query.build_id is None, out=args.out)  # bad flags first
     target = choose_target(matrix, expansion, query)
-    local = query.build_id is None
     logger.info(
         "building %s (archs %s, torch %s)", target.id, target.build.archs.torch, target.build.torch
     )
-    result = run_build(target, _build_options(args, local=local, out=args.out))
+    result = run_build(target, opts)
     total = sum(result.durations.values())
     logger.info("built %s in %.1fs; record %s", result.wheel, total, result.record.name)
     print(result.wheel)

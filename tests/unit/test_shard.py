@@ -8,6 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.roots import REPO
 from wheelfarm.builder import shard
@@ -188,3 +190,10 @@ def test_link_jobs_wait_for_their_compile_shards_in_a_shard_of_their_own() -> No
             assert ("-split-" in s["name"]) == bool(s["compile"])
             assert len(s["compile"]) <= 256 and len(s["include"]) <= 256
     assert seen_split
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("build :|$\n abc.o.cu"), max_size=120))
+def test_parse_ninja_takes_any_text_without_a_traceback(text: str) -> None:
+    for statement in shard.parse_ninja(text):
+        assert statement.rule
