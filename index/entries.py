@@ -213,10 +213,11 @@ def covers_from_name(
 ) -> Placement:
     """Cells of a wheel that came without a build record, read from its label and tags.
 
-    abi3 and 'py3' serve every Python the torch release ships (from the abi3 floor); '.stable'
-    serves every torch from its floor that ships the CUDA; a label without torch serves every
-    torch shipping the CUDA; 'cu12' (a CUDA major) every 12.x; 'any' every platform. A cell
-    torch.yaml lacks is still filed under the label's own combo when the name says all of it.
+    abi3, 'none' (py39-none) and 'py3' serve every Python the torch release ships from the
+    tag's floor; '.stable' serves every torch from its floor that ships the CUDA; a label
+    without torch serves every torch shipping the CUDA; 'cu12' (a CUDA major) every 12.x; 'any'
+    every platform. A cell torch.yaml lacks is still filed under the label's own combo when the
+    name says all of it.
     `memo` keeps placements by (label, tag) for one matrix: a wheelhouse repeats them.
     """
     _, version, _, tags = parse_wheel_filename(filename)
@@ -258,7 +259,7 @@ def _place(version: Version, tag: Tag, matrix: Matrix | None) -> Placement:
         return Placement(reason=CXX11_ABI)
     python = _INTERPRETER.match(tag.interpreter)
     floor = Version(f"{python[1]}.{python[2]}") if python else None
-    any_python = tag.abi == "abi3" or python is None
+    any_python = tag.abi in ("abi3", "none") or python is None  # a floor, not one Python
     out = []
     for r in matrix.releases if matrix else ():
         minor = r.minor
@@ -284,31 +285,6 @@ def _place(version: Version, tag: Tag, matrix: Matrix | None) -> Placement:
     if not out and label.torch and floor and platform and not label.cuda_major_only:
         out = [Covered(cuda=label.cuda, torch=label.torch, python=str(floor), platform=platform)]
     return Placement(covers=tuple(out), reason=None if out else NO_CELL)
-
-
-def identity(entry: WheelEntry) -> tuple[object, ...]:
-    """What makes two listed wheels the same wheel: project, public version, tags and cells
-    (so '+cu124torch24' and '+cu124torch2.4', or one file in two releases, are one)."""
-    cells = tuple(sorted(entry.covers, key=str)) if entry.covers else entry.version.local
-    return (entry.name, entry.version.public, entry.tags, cells)
-
-
-def account(entries: list[WheelEntry]) -> tuple[list[WheelEntry], dict[str, list[str]]]:
-    """Drop duplicates (the first in file name order stays); return the entries to list and
-    every wheel under no combo, by reason."""
-    kept: list[WheelEntry] = []
-    seen: set[tuple[object, ...]] = set()
-    unfiled: dict[str, list[str]] = {}
-    for entry in sorted(entries, key=lambda e: e.filename):
-        key = identity(entry)
-        if key in seen:
-            unfiled.setdefault(DUPLICATE, []).append(entry.filename)
-            continue
-        seen.add(key)
-        kept.append(entry)
-        if not entry.covers:
-            unfiled.setdefault(entry.unfiled or NO_CELL, []).append(entry.filename)
-    return kept, unfiled
 
 
 def check_name(name: str) -> NormalizedName:

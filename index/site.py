@@ -13,21 +13,20 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, Template, select_autoescape
 from markupsafe import Markup, escape
-from packaging.version import Version
 
 from wheelfarm import __version__
 from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
-from wheelfarm.core.label import cuda_version
 from wheelfarm.core.wheelfile import read_metadata_bytes
+from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import FILES_DIR, WheelEntry, check_name
 
 MANIFEST = "packages.json"
@@ -90,15 +89,16 @@ def _shown(items: list[str]) -> str:
     return ", ".join(items[:SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
-def read_manifest(out: Path) -> dict[str, WheelEntry]:
+def _published(out: Path) -> list[str]:
+    """The file names the site's packages.json lists (each entry checked as it is read)."""
     path = out / MANIFEST
     if not path.is_file():
-        return {}
+        return []
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         version = data.get("version")
         if version == MANIFEST_VERSION:
-            return {w["filename"]: WheelEntry.from_json(w) for w in data["wheels"]}
+            return [WheelEntry.from_json(w).filename for w in data["wheels"]]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         msg = (
             f"{path}: not a wheelfarm packages.json ({exc!r}); restore the published one or "
@@ -394,8 +394,8 @@ def _swap(new: Path, out: Path) -> None:
     aside.rename(new)
 
 
-def _check_nothing_lost(out: Path, entries: list[WheelEntry], *, allow_removal: bool) -> None:
-    lost = sorted(set(read_manifest(out)) - {e.filename for e in entries})
+def _check_nothing_lost(out: Path, wheels: Catalog, *, allow_removal: bool) -> None:
+    lost = wheels.missing(_published(out))
     if lost and not allow_removal:
         msg = (
             f"the new site would drop {len(lost)} published wheel(s): {_shown(lost)}; yank them in "
@@ -410,28 +410,64 @@ def _anchors(items: list[WheelEntry], depth: int) -> Iterator[Markup]:
     return (anchor(e, _href(e, depth)) for e in items)
 
 
-def _write_indexes(writer: _Writer, jinja: Environment, ordered: list[WheelEntry]) -> None:
-    """cu{CCC}/torch{M.m}/index.html and .../{name}/index.html, plus the flat wheels.html."""
-    project_t, root_t = jinja.get_template("project.html"), jinja.get_template("root.html")
-    combos: dict[tuple[str, str], dict[str, list[WheelEntry]]] = {}
-    for e in ordered:
-        name = check_name(e.name)
+@dataclass
+class _Listing:
+    """What one pass over the catalog counts: each combo's projects, the wheels, those filed."""
+
+    combos: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    wheels: int = 0
+    filed: int = 0  # wheels in at least one combo
+
+
+def _project_pages(
+    writer: _Writer, template: Template, project: str, items: list[WheelEntry], listing: _Listing
+) -> None:
+    """cu{CCC}/torch{M.m}/{project}/index.html for each combo the project's wheels are in."""
+    combos: dict[tuple[str, str], list[WheelEntry]] = {}
+    for e in items:
         for combo in e.combos:
-            combos.setdefault(combo, {}).setdefault(name, []).append(e)
-    for (cuda, torch), projects in sorted(
-        combos.items(), key=lambda kv: (cuda_version(kv[0][0]), Version(kv[0][1]))
-    ):
-        base = f"{cuda}/torch{torch}"
-        writer.put(
-            f"{base}/index.html",
-            root_t.render(title=f"wheelfarm {cuda} torch{torch}", names=sorted(projects)).encode(),
-        )
-        for project, items in sorted(projects.items()):
-            page = project_t.render(name=project, anchors=_anchors(items, 3))
-            writer.put(f"{base}/{project}/index.html", page.encode())
-    with writer.stream("wheels.html") as flat:
-        for piece in project_t.generate(name="every wheel", anchors=_anchors(ordered, 0)):
-            flat(piece)
+            combos.setdefault(combo, []).append(e)
+        listing.filed += bool(e.covers)
+    for (cuda, torch), listed in combos.items():
+        page = template.render(name=project, anchors=_anchors(listed, 3))
+        writer.put(f"{cuda}/torch{torch}/{project}/index.html", page.encode())
+        listing.combos.setdefault((cuda, torch), []).append(project)
+
+
+def _write_indexes(writer: _Writer, jinja: Environment, wheels: Catalog) -> _Listing:
+    """Every page in one pass over the catalog, a project at a time: each project's pages, its
+    wheels' rows of packages.json and packages.js and their links on the flat wheels.html;
+    then each combo's cu{CCC}/torch{M.m}/index.html."""
+    project_t, root_t = jinja.get_template("project.html"), jinja.get_template("root.html")
+    listing = _Listing()
+    with writer.stream(MANIFEST) as manifest, writer.stream(SCRIPT) as script:
+        script("window.wheelfarmPackages = ")
+        for out in (manifest, script):
+            out(_manifest_head())
+
+        def every() -> Iterator[Markup]:
+            """The flat page's anchors, as its template asks for them; each project's pages
+            and manifest rows are written as its wheels go by."""
+            for project, items in wheels.projects():
+                check_name(project)
+                _project_pages(writer, project_t, project, items, listing)
+                for e in items:
+                    row = json.dumps(e.to_json(), sort_keys=True, separators=(",", ":"))
+                    row = ("," if listing.wheels else "") + row
+                    manifest(row)
+                    script(row)
+                    listing.wheels += 1
+                yield from _anchors(items, 0)
+
+        with writer.stream("wheels.html") as flat:
+            for piece in project_t.generate(name="every wheel", anchors=every()):
+                flat(piece)
+        manifest("]}\n")
+        script("]};\n")
+    for (cuda, torch), names in listing.combos.items():
+        page = root_t.render(title=f"wheelfarm {cuda} torch{torch}", names=sorted(names))
+        writer.put(f"{cuda}/torch{torch}/index.html", page.encode())
+    return listing
 
 
 class Site:
@@ -460,7 +496,7 @@ class Site:
 
     def commit(
         self,
-        entries: list[WheelEntry],
+        wheels: Catalog,
         *,
         templates: Path,
         extra: dict[str, bytes] | None = None,
@@ -469,25 +505,18 @@ class Site:
         unfiled: dict[str, list[str]] | None = None,
         input_key: str = "",
     ) -> SiteResult:
-        """Render the pages for `entries` from the farm root's `templates` and swap the tree
+        """Render the pages for `wheels` from the farm root's `templates` and swap the tree
         in; `extra` adds root files (coverage.svg, install.py). `unfiled` (wheels in no combo,
         by reason) and `input_key` (see `reuse`) are kept in the site's file list."""
-        _check_nothing_lost(self.out, entries, allow_removal=allow_removal)
-        result, writer = self.result, self._writer
-        result.combos = len({combo for e in entries for combo in e.combos})
-        result.wheels = len(entries)
-        result.filed = sum(1 for e in entries if e.covers)
+        _check_nothing_lost(self.out, wheels, allow_removal=allow_removal)
+        result, writer, jinja = self.result, self._writer, _jinja(templates)
+        listing = _write_indexes(writer, jinja, wheels)
+        result.combos, result.wheels, result.filed = (
+            len(listing.combos),
+            listing.wheels,
+            listing.filed,
+        )
         result.unfiled = unfiled or {}
-        ordered = sorted(entries, key=lambda e: (e.name, e.version, e.filename))
-        jinja = _jinja(templates)
-        _write_indexes(writer, jinja, ordered)
-        with writer.stream(MANIFEST) as manifest, writer.stream(SCRIPT) as script:
-            script("window.wheelfarmPackages = ")
-            for piece in _manifest(ordered):
-                manifest(piece)
-                script(piece)
-            manifest("\n")
-            script(";\n")
         writer.put("index.html", jinja.get_template("landing.html").render(title=title).encode())
         writer.put(".nojekyll", b"")
         for name, data in (extra or {}).items():
@@ -498,7 +527,7 @@ class Site:
 
 
 def build_site(
-    entries: list[WheelEntry],
+    entries: Iterable[WheelEntry],
     out: Path,
     *,
     templates: Path,
@@ -508,9 +537,9 @@ def build_site(
     unfiled: dict[str, list[str]] | None = None,
 ) -> SiteResult:
     """The site of entries that link elsewhere (Releases assets): no files placed."""
-    with Site(out) as site:
+    with Site(out) as site, Catalog(entries) as wheels:
         return site.commit(
-            entries,
+            wheels,
             templates=templates,
             extra=extra,
             allow_removal=allow_removal,
@@ -534,11 +563,8 @@ def _remove_abandoned(out: Path) -> None:
             continue  # alive under another user
 
 
-def _manifest(ordered: list[WheelEntry]) -> Iterator[str]:
-    """packages.json in pieces, one wheel at a time: the same text as dumping the whole
-    object with sorted keys, without holding every wheel's dict, or the text, at once."""
+def _manifest_head() -> str:
+    """packages.json up to its first wheel: the same text as dumping the whole object with
+    sorted keys, which is written a wheel at a time rather than held."""
     head = {"generator": f"wheelfarm {__version__}", "version": MANIFEST_VERSION}
-    yield json.dumps(head, sort_keys=True, separators=(",", ":"))[:-1] + ',"wheels":['
-    for i, e in enumerate(ordered):
-        yield ("," if i else "") + json.dumps(e.to_json(), sort_keys=True, separators=(",", ":"))
-    yield "]}"
+    return json.dumps(head, sort_keys=True, separators=(",", ":"))[:-1] + ',"wheels":['

@@ -9,14 +9,15 @@ import io
 import json
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
-from wheelfarm.core.http import sha256_file
 from wheelfarm.core.wheelfile import read_metadata_bytes, requires_python
+from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import (
     Covered,
     Placement,
@@ -139,19 +140,21 @@ def _stat_key(st: os.stat_result, record: Path | None) -> str:
 
 
 def _read(wheel: Path, size: int) -> tuple[str, bytes]:
-    """The wheel's sha256 and METADATA, reading a small wheel once (os.read: Python's file
-    objects add three system calls per open, 300,000 for a 100,000-wheel index)."""
-    if size > WHOLE_READ:
-        return sha256_file(wheel), read_metadata_bytes(wheel)
+    """The wheel's sha256 and METADATA, in one pass over the file (os.read: Python's file
+    objects add three system calls per open, 300,000 for a 100,000-wheel index); a small
+    wheel's zip is read from the bytes already read, a big one's from the file again."""
+    whole = size <= WHOLE_READ
+    digest, chunks = hashlib.sha256(), []
     fd = os.open(wheel, os.O_RDONLY)
     try:
-        chunks = []
-        while chunk := os.read(fd, max(size, 1 << 16)):  # to the end, should it have grown
-            chunks.append(chunk)
+        while chunk := os.read(fd, max(size, 1 << 16) if whole else 1 << 20):  # to the end
+            digest.update(chunk)
+            if whole:
+                chunks.append(chunk)
     finally:
         os.close(fd)
-    data = b"".join(chunks)
-    return hashlib.sha256(data).hexdigest(), read_metadata_bytes(io.BytesIO(data))
+    zipped = io.BytesIO(b"".join(chunks)) if whole else wheel
+    return digest.hexdigest(), read_metadata_bytes(zipped)
 
 
 def from_wheelhouse(
@@ -161,12 +164,23 @@ def from_wheelhouse(
     site: Placer | None = None,
     policy: Policy | None = None,
     known: dict[str, Known] | None = None,
-) -> list[WheelEntry]:
+) -> Catalog:
     """Entries for every wheel in `folder` (with their build records), each placed on `site`
     as it is read with what was read (`known` next time: a wheel listed there unchanged is
     not read again; its METADATA is then read only if the site lacks it)."""
     _check_wheelhouse(folder)
-    entries = []
+    return Catalog(_wheels(folder, matrix, yanked, site, policy, known))
+
+
+def _wheels(
+    folder: Path,
+    matrix: Matrix | None,
+    yanked: Yanks,
+    site: Placer | None,
+    policy: Policy | None,
+    known: dict[str, Known] | None,
+) -> Iterator[WheelEntry]:
+    """from_wheelhouse's entries, one at a time (a catalog stores them as they come)."""
     memo: dict[tuple[str, str], Placement] = {}
     listing = os.listdir(folder)  # noqa: PTH208 - names alone: no Path per file
     records = {n for n in listing if n.endswith(".whl.build.json")}  # no stat for the absent
@@ -212,10 +226,9 @@ def from_wheelhouse(
         except READ_ERRORS as exc:
             msg = f"{wheel}: not a readable farm wheel ({exc}); rebuild it or remove it"
             raise SiteError(msg) from exc
-        entries.append(with_yank(entry, yanked))
         if site is not None:
             site.place(wheel, name, now.sha256, now.metadata_sha256, meta, now)
-    return entries
+        yield with_yank(entry, yanked)
 
 
 def wheelhouse_key(folder: Path) -> str:
@@ -223,11 +236,11 @@ def wheelhouse_key(folder: Path) -> str:
     mtime. Equal keys mean nothing in it changed, and nothing needs reading."""
     _check_wheelhouse(folder)
     digest = hashlib.sha256()
-    with os.scandir(folder) as it:
-        listing = sorted(
-            (e.name, e.stat()) for e in it if e.name.endswith((".whl", ".whl.build.json"))
-        )
-    for name, st in listing:
+    # names alone, each stat taken as it is hashed: 100,000 stat results held to be sorted
+    # would be the run's peak memory
+    listing = os.listdir(folder)  # noqa: PTH208 - names alone: no Path per file
+    for name in sorted(n for n in listing if n.endswith((".whl", ".whl.build.json"))):
+        st = os.stat(os.path.join(folder, name))  # noqa: PTH116, PTH118 - see above
         digest.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode())
     return digest.hexdigest()
 

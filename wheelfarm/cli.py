@@ -12,44 +12,25 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from wheelfarm import __version__
-from wheelfarm.builder.build import BuildOptions, run_build, verify_wheel
-from wheelfarm.builder.envs import PIP_INDEX, default_cache
-from wheelfarm.builder.redist import install_toolkit
-from wheelfarm.builder.shard import Split
-from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
 from wheelfarm.core.errors import ConfigError, SiteError, UsageError, WheelfarmError
 from wheelfarm.core.platforms import NAMES, host_platform
 from wheelfarm.core.root import FarmRoot, find_root
-from wheelfarm.doctor import diagnose, diagnose_index, diagnose_installed, report
-from wheelfarm.farm import (
-    TargetQuery,
-    check_artifacts,
-    choose_target,
-    index_releases,
-    index_wheelhouse,
-    job_deadline,
-    local_farm,
-    publish_wheels,
-    rebuild_and_compare,
-)
-from wheelfarm.github.actions import github_outputs, write_outputs
-from wheelfarm.github.client import GitHubClient
-from wheelfarm.github.pages import pages_url
-from wheelfarm.github.pulls import open_or_update
-from wheelfarm.github.releases import ReleasesSource
-from wheelfarm.index.coverage import coverage, markdown, write_docs
-from wheelfarm.index.serve import make_server
-from wheelfarm.index.site import SiteResult
-from wheelfarm.matrix.expand import Expansion, expand
-from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.model import Matrix
-from wheelfarm.matrix.plan import Filters, existing_build_ids, explain, make_plan, table, to_json
-from wheelfarm.matrix.toolkits import toolkit
-from wheelfarm.watch import DEFAULT_INDEX, watch, write
 
+if TYPE_CHECKING:
+    from wheelfarm.builder.build import BuildOptions
+    from wheelfarm.builder.shard import Split
+    from wheelfarm.farm import TargetQuery
+    from wheelfarm.github.client import GitHubClient
+    from wheelfarm.index.site import SiteResult
+    from wheelfarm.matrix.expand import Expansion
+    from wheelfarm.matrix.model import Matrix
+    from wheelfarm.matrix.plan import Filters
+
+# Each handler imports what it uses: `wheelfarm index` of 100,000 wheels has to fit in
+# simple503's memory, and the builder, GitHub and doctor modules would add about 16 MB.
 UPLOADS = os.environ.get("WHEELFARM_UPLOADS_URL", "https://uploads.github.com")
 Handler = Callable[[argparse.Namespace], int]
 Add = Callable[[str, Handler, str], argparse.ArgumentParser]
@@ -84,11 +65,16 @@ def _root(args: argparse.Namespace) -> FarmRoot:
 
 
 def _grid(args: argparse.Namespace) -> tuple[Matrix, Expansion]:
+    from wheelfarm.matrix.expand import expand
+    from wheelfarm.matrix.load import load_matrix
+
     matrix = load_matrix(_root(args))
     return matrix, expand(matrix)
 
 
 def _filters(args: argparse.Namespace) -> Filters:
+    from wheelfarm.matrix.plan import Filters
+
     return Filters(
         package=_split(args.package),
         cuda=_split(args.cuda),
@@ -99,6 +85,8 @@ def _filters(args: argparse.Namespace) -> Filters:
 
 
 def _query(args: argparse.Namespace) -> TargetQuery:
+    from wheelfarm.farm import TargetQuery
+
     return TargetQuery(
         build_id=args.target,
         local=args.local,
@@ -112,12 +100,16 @@ def _query(args: argparse.Namespace) -> TargetQuery:
 
 
 def _build_options(args: argparse.Namespace, *, local: bool, out: Path) -> BuildOptions:
+    from wheelfarm.builder.build import BuildOptions
+    from wheelfarm.builder.envs import PIP_INDEX, default_cache
+    from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
+
     return BuildOptions(
         out_dir=out.resolve(),
         work_dir=args.work.resolve(),
         cache=(args.cache or default_cache()).resolve(),
         torch_index=args.torch_index or (PIP_INDEX if local else None),
-        sdist_index=args.sdist_index,
+        sdist_index=args.sdist_index or DEFAULT_SDIST_INDEX,
         plat=args.plat or ("auto" if local else None),
         python=args.python_exe,
         deadline=_deadline(args),
@@ -127,6 +119,8 @@ def _build_options(args: argparse.Namespace, *, local: bool, out: Path) -> Build
 
 def _split_build(args: argparse.Namespace) -> Split | None:
     """--shard I/K (one compile shard) or --link CACHE... (the link build of a split compile)."""
+    from wheelfarm.builder.shard import Split
+
     shard, caches = getattr(args, "shard", None), getattr(args, "link", None)
     if shard is not None and caches is not None:
         msg = "--shard and --link exclude each other (a job compiles a shard or links)"
@@ -138,6 +132,8 @@ def _split_build(args: argparse.Namespace) -> Split | None:
 
 def _deadline(args: argparse.Namespace) -> float | None:
     """--job-started and --job-minutes, which come together, as the build's deadline."""
+    from wheelfarm.farm import job_deadline
+
     started, minutes = getattr(args, "job_started", None), getattr(args, "job_minutes", None)
     if (started is None) != (minutes is None):
         msg = "--job-started and --job-minutes go together (the CI job's start and its limit)"
@@ -147,6 +143,8 @@ def _deadline(args: argparse.Namespace) -> float | None:
 
 def _client(repo: str, args: argparse.Namespace) -> GitHubClient:
     """The GitHub client for --api/--uploads; --deadline-minutes bounds its rate-limit waits."""
+    from wheelfarm.github.client import GitHubClient
+
     client = GitHubClient(repo, api=args.api, uploads=getattr(args, "uploads", UPLOADS))
     minutes = getattr(args, "deadline_minutes", None)
     if minutes is not None:
@@ -155,6 +153,10 @@ def _client(repo: str, args: argparse.Namespace) -> GitHubClient:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from wheelfarm.github.actions import github_outputs, write_outputs
+    from wheelfarm.github.releases import ReleasesSource
+    from wheelfarm.matrix.plan import existing_build_ids, explain, make_plan, table, to_json
+
     started = time.perf_counter()
     matrix, expansion = _grid(args)
     if args.existing_releases:
@@ -186,12 +188,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from wheelfarm.builder.build import run_build
+    from wheelfarm.farm import choose_target
+
     matrix, expansion = _grid(args)
     query = _query(args)
     opts = _build_options(args, local=query.build_id is None, out=args.out)  # bad flags first
     target = choose_target(matrix, expansion, query)
+    b = target.build
     logger.info(
-        "building %s (archs %s, torch %s)", target.id, target.build.archs.torch, target.build.torch
+        "building %s (archs %s, %s)",
+        target.id,
+        b.archs.torch or "none: no device code",
+        f"torch {b.torch}" if b.torch else "no torch",
     )
     result = run_build(target, opts)
     total = sum(result.durations.values())
@@ -216,6 +225,9 @@ _RECORDED_FLAGS = (
 
 def _rebuild(args: argparse.Namespace, wheel: Path) -> int:
     """The target and its options come from the wheel's build record, not from flags."""
+    from wheelfarm.builder.envs import default_cache
+    from wheelfarm.farm import rebuild_and_compare
+
     chosen = [f for f in _RECORDED_FLAGS if getattr(args, f)]
     if chosen:
         named = "BUILD_ID" if chosen[0] == "target" else f"--{chosen[0].replace('_', '-')}"
@@ -234,6 +246,10 @@ def _rebuild(args: argparse.Namespace, wheel: Path) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from wheelfarm.builder.build import verify_wheel
+    from wheelfarm.builder.envs import PIP_INDEX, default_cache
+    from wheelfarm.farm import choose_target
+
     wheel = _path(args.wheel, "wheel")
     if args.rebuild:
         return _rebuild(args, wheel)
@@ -277,15 +293,21 @@ def cmd_index(args: argparse.Namespace) -> int:
     matrix, expansion = _grid(args)
     common = {"title": args.title, "allow_removal": args.allow_removal}
     if args.wheelhouse is not None:
+        from wheelfarm.index.write import index_wheelhouse
+
         folder = _path(args.wheelhouse, "--wheelhouse", folder=True)
         summary = index_wheelhouse(matrix, expansion, folder, args.out, **common)
     else:
+        from wheelfarm.farm import index_releases
+
         summary = index_releases(matrix, expansion, _client(args.github, args), args.out, **common)
     _print_site(args.out, summary)
     return SiteError.exit_code if args.strict and summary.unfiled else 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from wheelfarm.index.serve import make_server
+
     _path(args.dir / "index.html", "site (build it with `wheelfarm index` first):")
     try:
         server = make_server(args.dir, args.bind, args.port)
@@ -301,6 +323,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_farm(args: argparse.Namespace) -> int:
     """The local farm: plan what this machine can build, build it, index it, print commands."""
+    from wheelfarm.farm import choose_target, local_farm
+
     matrix, expansion = _grid(args)
     target = choose_target(matrix, expansion, _query(args))
     opts = _build_options(args, local=True, out=args.store)
@@ -317,6 +341,8 @@ def cmd_farm(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    from wheelfarm.farm import check_artifacts, publish_wheels
+
     folder = _path(args.wheelhouse, "wheelhouse", folder=True)
     wheels = sorted(folder.glob("*.whl"))
     if not wheels:
@@ -340,6 +366,9 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
+    from wheelfarm.index.coverage import coverage, markdown, write_docs
+    from wheelfarm.matrix.plan import existing_build_ids
+
     matrix, expansion = _grid(args)
     rows = coverage(expansion, existing_build_ids(args.existing))
     if args.write_docs:
@@ -350,6 +379,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def cmd_toolkit(args: argparse.Namespace) -> int:
+    from wheelfarm.matrix.toolkits import toolkit
+
     facts = toolkit(_root(args), args.cuda, args.platform)
     if args.field:
         if args.field not in facts:
@@ -362,19 +393,26 @@ def cmd_toolkit(args: argparse.Namespace) -> int:
 
 
 def cmd_install_cuda(args: argparse.Namespace) -> int:
+    from wheelfarm.builder.envs import default_cache
+    from wheelfarm.builder.redist import install_toolkit
+
     downloads = (args.cache or default_cache()).resolve() / "downloads"
     print(install_toolkit(_root(args), args.cuda, args.platform, args.dest.resolve(), downloads))
     return 0
 
 
 def cmd_pages_url(args: argparse.Namespace) -> int:
+    from wheelfarm.github.pages import pages_url
+
     print(pages_url(args.repo))
     return 0
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    from wheelfarm.watch import DEFAULT_INDEX, watch, write
+
     root = _root(args)
-    result = watch(root, args.torch_index)
+    result = watch(root, args.torch_index or DEFAULT_INDEX)
     if args.summary:
         args.summary.write_text(result.summary, encoding="utf-8")
     if args.write and result.proposal.changed:
@@ -386,6 +424,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from wheelfarm.doctor import diagnose, diagnose_index, diagnose_installed, report
+
     root = _root(args)
     target = Path(args.target)
     if args.index:
@@ -402,6 +442,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_pr(args: argparse.Namespace) -> int:
+    from wheelfarm.github.pulls import open_or_update
+
     body = _path(args.body_file, "--body-file").read_text(encoding="utf-8")
     url = open_or_update(
         _client(args.repo, args), head=args.head, base=args.base, title=args.title, body=body
@@ -411,6 +453,8 @@ def cmd_pr(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from wheelfarm.matrix.load import load_matrix
+
     root = _root(args)
     matrix = load_matrix(root)
     print(
@@ -466,7 +510,7 @@ def _add_build_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="torch envs, sdists, ccache (default $WHEELFARM_CACHE or ~/.cache/wheelfarm)",
     )
-    p.add_argument("--sdist-index", default=DEFAULT_SDIST_INDEX, help="PEP 503 index for sdists")
+    p.add_argument("--sdist-index", help="PEP 503 index for sdists (default PyPI's)")
     p.add_argument("--plat", help="auditwheel --plat (default: farm.yaml's tag; 'auto' locally)")
     p.add_argument("--python-exe", help="interpreter to build with (default: found by version)")
 
@@ -654,7 +698,7 @@ def _doctor_command(add: Add) -> None:
 def _watch_commands(add: Add) -> None:
     """watch, pr: a torch release becomes a pull request."""
     p = add("watch", cmd_watch, "Work out the torch.yaml change a torch index implies.")
-    p.add_argument("--torch-index", default=DEFAULT_INDEX, help="the PyTorch wheel index")
+    p.add_argument("--torch-index", help="the PyTorch wheel index (default PyTorch's)")
     p.add_argument("--dry-run", action="store_true", help="print the diff only (the default)")
     p.add_argument("--write", action="store_true", help="write the change into torch.yaml")
     p.add_argument("--summary", type=Path, help="write a Markdown summary (changes, plan)")

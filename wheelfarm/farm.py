@@ -1,11 +1,10 @@
-"""The farm's workflows as a library: choose a target for this machine, write a site from a
-wheelhouse or from Releases, and the local farm (plan, build what is missing, index). The CLI
-parses arguments, calls these and prints what they return."""
+"""The farm's workflows as a library: choose a target for this machine, write a site from
+Releases (from a wheelhouse: wheelfarm.index.write), and the local farm (plan, build what is
+missing, index). The CLI parses arguments, calls these and prints what they return."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 import os
@@ -18,7 +17,6 @@ from typing import Any
 
 from packaging.version import Version
 
-from wheelfarm import __version__
 from wheelfarm.builder.build import BuildOptions, BuildResult, expectation, run_build
 from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
 from wheelfarm.builder.target import Target, resolve, select
@@ -32,16 +30,10 @@ from wheelfarm.github.actions import SAVE_MARGIN_MINUTES
 from wheelfarm.github.client import GitHubClient
 from wheelfarm.github.publish import Publisher, PublishReport, publish
 from wheelfarm.github.releases import ReleasesSource
-from wheelfarm.index.coverage import coverage, svg
-from wheelfarm.index.entries import WheelEntry, account
-from wheelfarm.index.site import Site, SiteResult, reuse
-from wheelfarm.index.sources import (
-    Known,
-    Policy,
-    from_wheelhouse,
-    wheelhouse_key,
-    yanked_versions,
-)
+from wheelfarm.index.catalog import Catalog
+from wheelfarm.index.site import Site, SiteResult
+from wheelfarm.index.sources import yanked_versions
+from wheelfarm.index.write import index_wheelhouse, policy, write_site
 from wheelfarm.matrix.expand import Expansion
 from wheelfarm.matrix.model import ArchList, Matrix
 from wheelfarm.matrix.plan import Filters, Plan, existing_build_ids, make_plan
@@ -91,91 +83,6 @@ def choose_target(matrix: Matrix, expansion: Expansion, query: TargetQuery) -> T
     return target
 
 
-def site_extras(
-    matrix: Matrix, expansion: Expansion, entries: list[WheelEntry]
-) -> dict[str, bytes]:
-    """Root files beside the index: the coverage chart, and the root's install helper."""
-    present = {e.build_id for e in entries}
-    extra = {"coverage.svg": svg(coverage(expansion, present)).encode()}
-    helper = matrix.root.install_helper
-    if helper.is_file():
-        extra["install.py"] = helper.read_bytes()
-    return extra
-
-
-def _write_site(
-    matrix: Matrix,
-    expansion: Expansion,
-    entries: list[WheelEntry],
-    site: Site,
-    *,
-    title: str,
-    allow_removal: bool = False,
-    input_key: str = "",
-) -> SiteResult:
-    entries, unfiled = account(entries)
-    return site.commit(
-        entries,
-        templates=matrix.root.templates,
-        allow_removal=allow_removal,
-        title=title,
-        extra=site_extras(matrix, expansion, entries),
-        unfiled=unfiled,
-        input_key=input_key,
-    )
-
-
-def _input_key(matrix: Matrix, wheelhouse: Path, title: str) -> str:
-    """Everything a wheelhouse site is made from, by stat rather than by content where it is
-    big: the wheelhouse listing, the farm root's YAML and templates, the title, this code."""
-    digest = hashlib.sha256(f"{__version__}\0{title}\0{wheelhouse_key(wheelhouse)}".encode())
-    root = matrix.root
-    for folder in (root.matrix, root.templates):
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                digest.update(path.as_posix().encode() + path.read_bytes())
-    if root.install_helper.is_file():
-        digest.update(root.install_helper.read_bytes())
-    return digest.hexdigest()
-
-
-def _policy(expansion: Expansion) -> Policy:
-    """Each build's SASS archs, to tell a quick partial-arch wheel from the policy's."""
-    return {b.id: frozenset(b.archs.cubins) for b in expansion.builds}
-
-
-def index_wheelhouse(
-    matrix: Matrix,
-    expansion: Expansion,
-    wheelhouse: Path,
-    out: Path,
-    *,
-    title: str,
-    allow_removal: bool = False,
-) -> SiteResult:
-    """The site of a local wheelhouse (wheels linked or copied under files/); a rerun on an
-    unchanged wheelhouse and farm root reports the site as it is, reading no wheel, and a
-    rerun after a change reads only the wheels whose size, mtime or inode changed."""
-    key = _input_key(matrix, wheelhouse, title)
-    reused = reuse(out, key)
-    if reused is not None:
-        return reused
-    policy = _policy(expansion)
-    with Site(out) as site:
-        known = Known.table(site.owned.cache)
-        yanked = yanked_versions(matrix)
-        entries = from_wheelhouse(wheelhouse, matrix, yanked, site, policy, known)
-        return _write_site(
-            matrix,
-            expansion,
-            entries,
-            site,
-            title=title,
-            allow_removal=allow_removal,
-            input_key=key,
-        )
-
-
 def index_releases(
     matrix: Matrix,
     expansion: Expansion,
@@ -186,12 +93,11 @@ def index_releases(
     allow_removal: bool = False,
 ) -> SiteResult:
     """The site of a repository's releases (links to the assets; nothing downloaded)."""
-    entries = ReleasesSource(client).entries(matrix, yanked_versions(matrix), _policy(expansion))
+    entries = ReleasesSource(client).entries(matrix, yanked_versions(matrix), policy(expansion))
     logger.info("read %d wheels with %d API requests", len(entries), client.requests_made)
-    with Site(out) as site:
-        return _write_site(
-            matrix, expansion, entries, site, title=title, allow_removal=allow_removal
-        )
+    with Site(out) as site, Catalog(entries) as wheels:
+        del entries  # the catalog holds them now
+        return write_site(matrix, expansion, wheels, site, title=title, allow_removal=allow_removal)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,160 @@
+"""The wheels of one index run, kept in a temporary SQLite database rather than as one object
+per wheel: a 100,000-wheel index would hold about 90 MB of entries, more than simple503's
+whole run. Pages are rendered one project at a time from rows read back in order."""
+
+from __future__ import annotations
+
+import sqlite3
+import weakref
+from collections.abc import Hashable, Iterable, Iterator
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
+
+from packaging.version import Version
+
+from wheelfarm.index.entries import DUPLICATE, NO_CELL, WheelEntry
+
+# an entry's fields, then its parsed name (project, version, tags), then what the catalog asks of
+# a wheel: its identity and build id; covers, sass, ptx and tags are ids into shared values
+_CREATE = """CREATE TABLE wheels (
+    filename, url, sha256, size, requires_python, metadata_sha256, yanked, covers, unfiled,
+    sass, ptx, partial_archs, project, version, tags, ident, build_id
+)"""
+_INSERT = "INSERT INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_PROJECT = 12  # the project's column
+
+
+class Catalog:
+    """Entries in a private on-disk database (deleted when the catalog is closed or dropped);
+    the few distinct cover, SASS and PTX tuples stay in memory, shared by id."""
+
+    def __init__(self, entries: Iterable[WheelEntry] = ()) -> None:
+        self._db = sqlite3.connect("")  # "": a temporary database, spilled to disk as it grows
+        self._finalizer = weakref.finalize(self, self._db.close)
+        self._db.execute("PRAGMA journal_mode = OFF")  # a scratch table: nothing to roll back
+        self._db.execute(_CREATE)
+        self._ids: dict[Hashable, int] = {}
+        self._values: list[Any] = []
+        self._cells: dict[int, int] = {}  # covers id -> the id of its cells in sorted order
+        self._db.executemany(_INSERT, map(self._row, entries))
+
+    def __enter__(self) -> Catalog:  # noqa: PYI034 - typing.Self is 3.11+
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._finalizer()
+
+    def _id(self, value: Hashable) -> int:
+        """The id of `value`, shared by every equal value: wheels repeat a few placements and
+        tag sets."""
+        found = self._ids.get(value)
+        if found is None:
+            found = self._ids[value] = len(self._values)
+            self._values.append(value)
+        return found
+
+    def _identity(self, e: WheelEntry, covers: int, tags: int) -> str:
+        """What makes two listed wheels the same wheel: project, public version, tags and cells
+        (so '+cu124torch24' and '+cu124torch2.4', or one file in two releases, are one)."""
+        if not e.covers:
+            return f"{e.name} {e.version.public} {tags} local {e.version.local!r}"
+        if covers not in self._cells:
+            self._cells[covers] = self._id(tuple(sorted(e.covers, key=repr)))
+        return f"{e.name} {e.version.public} {tags} cells {self._cells[covers]}"
+
+    def _row(self, e: WheelEntry) -> tuple[object, ...]:
+        covers, tags = self._id(e.covers), self._id(e.tags)
+        return (
+            e.filename,
+            e.url,
+            e.sha256,
+            e.size,
+            e.requires_python,
+            e.metadata_sha256,
+            e.yanked,
+            covers,
+            e.unfiled,
+            self._id(e.sass),
+            self._id(e.ptx),
+            e.partial_archs,
+            e.name,
+            str(e.version),
+            tags,
+            self._identity(e, covers, tags),
+            e.build_id,
+        )
+
+    def _entries(self, rows: Iterable[tuple[Any, ...]]) -> Iterator[WheelEntry]:
+        """Entries from rows, their names parsed from the stored parts (each version once)."""
+        versions: dict[str, Version] = {}
+        for row in rows:
+            filename, url, sha256, size, requires_python, metadata_sha256, yanked = row[:7]
+            covers, unfiled, sass, ptx, partial_archs, project, version, tags = row[7:15]
+            if version not in versions:
+                versions[version] = Version(version)
+            yield WheelEntry(
+                filename=filename,
+                url=url,
+                sha256=sha256,
+                size=size,
+                requires_python=requires_python,
+                metadata_sha256=metadata_sha256,
+                yanked=yanked,
+                covers=self._values[covers],
+                unfiled=unfiled,
+                sass=self._values[sass],
+                ptx=self._values[ptx],
+                partial_archs=bool(partial_archs),
+                parsed=(project, versions[version], self._values[tags]),
+            )
+
+    def __iter__(self) -> Iterator[WheelEntry]:
+        """Every entry, in file name order."""
+        return self._entries(self._db.execute("SELECT * FROM wheels ORDER BY filename, rowid"))
+
+    def account(self) -> dict[str, list[str]]:
+        """Drop duplicates (the first in file name order stays); return every wheel under no
+        combo, by reason, each reason's wheels in file name order."""
+        unfiled: dict[str, list[str]] = {}
+        dropped = []
+        rows = self._db.execute(
+            "SELECT rowid, filename, covers, unfiled, ROW_NUMBER() OVER "
+            "(PARTITION BY ident ORDER BY filename, rowid) > 1 FROM wheels ORDER BY filename, rowid"
+        )
+        for rowid, filename, covers, reason, duplicate in rows:
+            if duplicate:
+                unfiled.setdefault(DUPLICATE, []).append(filename)
+                dropped.append((rowid,))
+            elif not self._values[covers]:
+                unfiled.setdefault(reason or NO_CELL, []).append(filename)
+        self._db.executemany("DELETE FROM wheels WHERE rowid = ?", dropped)
+        return unfiled
+
+    def build_ids(self) -> Iterator[str]:
+        """Each listed build id once."""
+        return (i for (i,) in self._db.execute("SELECT DISTINCT build_id FROM wheels"))
+
+    def missing(self, filenames: Iterable[str]) -> list[str]:
+        """Those of `filenames` no entry has, sorted, each once."""
+        self._db.execute("CREATE TEMP TABLE named (filename)")
+        try:
+            self._db.executemany("INSERT INTO named VALUES (?)", ((n,) for n in filenames))
+            rows = self._db.execute(
+                "SELECT filename FROM named EXCEPT SELECT filename FROM wheels ORDER BY 1"
+            )
+            return [n for (n,) in rows]
+        finally:
+            self._db.execute("DROP TABLE named")
+
+    def projects(self) -> Iterator[tuple[str, list[WheelEntry]]]:
+        """Each project's entries in (version, file name) order, the projects by name: the
+        order of every page, with one project's entries in memory at a time."""
+        rows = self._db.execute("SELECT * FROM wheels ORDER BY project, filename, rowid")
+        for project, group in groupby(rows, key=itemgetter(_PROJECT)):
+            entries = list(self._entries(group))
+            entries.sort(key=lambda e: (e.version, e.filename))
+            yield project, entries

@@ -1,0 +1,102 @@
+"""Write a site from a source's catalog: account for every wheel, add the root files, and the
+whole `wheelfarm index --wheelhouse` run. Here rather than in wheelfarm.farm, whose builder
+and GitHub imports (requests among them) would add about 16 MB to that run's memory."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+
+from wheelfarm import __version__
+from wheelfarm.index.catalog import Catalog
+from wheelfarm.index.coverage import coverage, svg
+from wheelfarm.index.site import Site, SiteResult, reuse
+from wheelfarm.index.sources import Known, Policy, from_wheelhouse, wheelhouse_key, yanked_versions
+from wheelfarm.matrix.expand import Expansion
+from wheelfarm.matrix.model import Matrix
+
+
+def site_extras(matrix: Matrix, expansion: Expansion, build_ids: Iterable[str]) -> dict[str, bytes]:
+    """Root files beside the index: the coverage chart of the listed `build_ids`, and the
+    root's install helper."""
+    planned = expansion.by_id
+    present = {i for i in build_ids if i in planned}  # not a set of every wheel's
+    extra = {"coverage.svg": svg(coverage(expansion, present)).encode()}
+    helper = matrix.root.install_helper
+    if helper.is_file():
+        extra["install.py"] = helper.read_bytes()
+    return extra
+
+
+def write_site(
+    matrix: Matrix,
+    expansion: Expansion,
+    wheels: Catalog,
+    site: Site,
+    *,
+    title: str,
+    allow_removal: bool = False,
+    input_key: str = "",
+) -> SiteResult:
+    """Drop duplicates, note the wheels in no combo and commit the site of the rest."""
+    unfiled = wheels.account()
+    return site.commit(
+        wheels,
+        templates=matrix.root.templates,
+        allow_removal=allow_removal,
+        title=title,
+        extra=site_extras(matrix, expansion, wheels.build_ids()),
+        unfiled=unfiled,
+        input_key=input_key,
+    )
+
+
+def _input_key(matrix: Matrix, wheelhouse: Path, title: str) -> str:
+    """Everything a wheelhouse site is made from, by stat rather than by content where it is
+    big: the wheelhouse listing, the farm root's YAML and templates, the title, this code."""
+    digest = hashlib.sha256(f"{__version__}\0{title}\0{wheelhouse_key(wheelhouse)}".encode())
+    root = matrix.root
+    for folder in (root.matrix, root.templates):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                digest.update(path.as_posix().encode() + path.read_bytes())
+    if root.install_helper.is_file():
+        digest.update(root.install_helper.read_bytes())
+    return digest.hexdigest()
+
+
+def policy(expansion: Expansion) -> Policy:
+    """Each build's SASS archs, to tell a quick partial-arch wheel from the policy's."""
+    return {b.id: frozenset(b.archs.cubins) for b in expansion.builds}
+
+
+def index_wheelhouse(
+    matrix: Matrix,
+    expansion: Expansion,
+    wheelhouse: Path,
+    out: Path,
+    *,
+    title: str,
+    allow_removal: bool = False,
+) -> SiteResult:
+    """The site of a local wheelhouse (wheels linked or copied under files/); a rerun on an
+    unchanged wheelhouse and farm root reports the site as it is, reading no wheel, and a
+    rerun after a change reads only the wheels whose size, mtime or inode changed."""
+    key = _input_key(matrix, wheelhouse, title)
+    reused = reuse(out, key)
+    if reused is not None:
+        return reused
+    with Site(out) as site:
+        known = Known.table(site.owned.cache)
+        yanked = yanked_versions(matrix)
+        with from_wheelhouse(wheelhouse, matrix, yanked, site, policy(expansion), known) as wheels:
+            return write_site(
+                matrix,
+                expansion,
+                wheels,
+                site,
+                title=title,
+                allow_removal=allow_removal,
+                input_key=key,
+            )
