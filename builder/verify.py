@@ -39,7 +39,7 @@ class Expectation:
     label: str
     python_tag: str  # 'cp312' or 'cp310-abi3'
     platform: str  # farm platform, e.g. linux_x86_64
-    archs: ArchList
+    archs: ArchList  # empty: the package compiles no device code (arch.via none)
     policy: LibraryPolicy  # the farm's libraries.yaml for the target's OS
     vendor_allow: tuple[str, ...] = ()
 
@@ -127,7 +127,8 @@ def _check_binary(
     ):
         if items:
             report.problems.append(
-                f"{entry}: {what} for {', '.join(items)} (policy: {want.archs.torch})"
+                f"{entry}: {what} for {', '.join(items)} "
+                f"(policy: {want.archs.torch or 'no device code, arch.via none'})"
             )
 
 
@@ -232,7 +233,7 @@ def _check_contents(wheel: Path, zf: zipfile.ZipFile, want: Expectation, report:
                 f"{entry} needs GLIBC_{info.glibc[0]}.{info.glibc[1]}, "
                 f"above the {floor[0][:-1]} tag"
             )
-    if device == 0:
+    if device == 0 and want.archs.archs:
         report.problems.append("no shared object carries CUDA device code (no fatbin)")
 
 

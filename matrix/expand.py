@@ -13,13 +13,16 @@ from packaging.version import Version
 
 from wheelfarm.core.label import Label, cuda_version
 from wheelfarm.matrix.model import (
+    Abi,
     AbiKind,
     ArchList,
     Exclusion,
     Matrix,
     Package,
     PackageVersion,
+    PythonAbi,
     TorchRelease,
+    python_tag,
 )
 from wheelfarm.matrix.toolkits import support
 
@@ -47,12 +50,6 @@ class Cell:
         )
 
 
-def python_tag(abi: AbiKind, python: str, *, abi3: bool = False) -> str:
-    """'cp312', or 'cp310-abi3' for a limited-API build whose floor is 3.10."""
-    tag = f"cp{python.replace('.', '')}"
-    return f"{tag}-abi3" if abi == "abi3" or abi3 else tag
-
-
 @dataclass(frozen=True, kw_only=True)
 class Build:
     """One wheel to compile, with every cell it serves."""
@@ -67,7 +64,8 @@ class Build:
     archs: ArchList
     covers: tuple[Cell, ...]
     minutes: float
-    python_abi3: bool = False
+    python_abi: PythonAbi = "cpython"
+    python_floor: str | None = None  # the floor an abi3 / none tag carries; None: `python`
 
     @property
     def torch_minor(self) -> str | None:
@@ -78,11 +76,15 @@ class Build:
         """The local version label (docs/adr/0002-local-version-label.md)."""
         if self.abi == "torch-free":
             return str(Label(self.cuda))
-        return str(Label(self.cuda, self.torch_minor, stable=self.abi == "torch-stable"))
+        if self.abi == "torch-stable":  # the floor it serves, not the torch it compiles with
+            return str(
+                Label(self.cuda, min((c.torch for c in self.covers), key=Version), stable=True)
+            )
+        return str(Label(self.cuda, self.torch_minor))
 
     @property
     def python_tag(self) -> str:
-        return python_tag(self.abi, self.python, abi3=self.python_abi3)
+        return python_tag(self.python_abi, self.python, self.python_floor)
 
     @property
     def id(self) -> str:
@@ -175,44 +177,46 @@ def cells(matrix: Matrix, package: Package, blocker: Blocker) -> Iterator[Cell |
                         yield cell if rule is None else Excluded(cell, rule)
 
 
-def _collapse_key(abi: AbiKind, cell: Cell, *, python_abi3: bool) -> tuple[str, ...]:
-    base = (cell.package, cell.version, cell.cuda, cell.platform)
-    if abi == "cpython":
-        return (*base, cell.torch, cell.python)
-    if abi == "abi3":
-        return (*base, cell.torch)
-    if abi == "torch-stable":
-        return base if python_abi3 else (*base, cell.python)
-    return (*base, cell.python)  # torch-free
+def _collapse_key(abi: Abi, cell: Cell) -> tuple[str, ...]:
+    """Cells one build serves: a full-ABI build binds to its torch minor, a per-Python build
+    to its Python; the stable ABI and torch-free bind to no torch, abi3 and 'none' to no Python."""
+    torch = (cell.torch,) if abi.kind in ("cpython", "abi3") else ()
+    python = (cell.python,) if abi.python == "cpython" else ()
+    return (cell.package, cell.version, cell.cuda, cell.platform, *torch, *python)
 
 
 def builds(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Build]:
     """Collapse cells into builds: abi3 once per (torch, CUDA, platform), torch-stable once per
-    (CUDA, platform[, Python]) against the lowest torch, torch-free once per (CUDA, Python,
-    platform). A build is compiled with the lowest Python and torch of the cells it covers."""
+    (CUDA, platform[, Python]), torch-free once per (CUDA, [Python,] platform). A build is
+    compiled with the lowest Python of the cells it covers and their torch; torch-stable with
+    the newest torch (TORCH_TARGET_VERSION holds the floor; the newest headers carry the fixes,
+    and the newest torch's environment is the one every other build of the run shares)."""
     groups: dict[tuple[str, ...], list[Cell]] = {}
     for cell in kept:
-        key = _collapse_key(package.abi, cell, python_abi3=package.python_abi3)
-        groups.setdefault(key, []).append(cell)
+        groups.setdefault(_collapse_key(package.abi_for(cell.version), cell), []).append(cell)
     releases = {r.minor: r for r in matrix.releases}
     out = []
     for covers in groups.values():
-        first = min(covers, key=lambda c: (Version(c.torch), Version(c.python)))
+        abi = package.abi_for(covers[0].version)
+        newest = max(covers, key=lambda c: Version(c.torch)).torch
+        with_torch = [c for c in covers if abi.kind != "torch-stable" or c.torch == newest]
+        first = min(with_torch, key=lambda c: (Version(c.torch), Version(c.python)))
         archs = matrix.arch.for_target(package, first.cuda, first.platform)
-        torch = None if package.abi == "torch-free" else str(releases[first.torch].version)
+        torch = None if abi.kind == "torch-free" else str(releases[first.torch].version)
         out.append(
             Build(
                 package=package.name,
                 version=first.version,
-                abi=package.abi,
+                abi=abi.kind,
                 cuda=first.cuda,
                 torch=torch,
                 python=first.python,
                 platform=first.platform,
                 archs=archs,
                 covers=tuple(sorted(covers)),
-                python_abi3=package.python_abi3,
-                minutes=package.build_minutes_per_arch * len(archs.archs),
+                python_abi=abi.python,
+                python_floor=abi.python_floor,
+                minutes=package.build_minutes_per_arch * max(1, len(archs.archs)),  # via none: 1
             )
         )
     return out
@@ -232,8 +236,22 @@ class Expansion:
         return {b.id: b for b in self.builds}
 
 
+def _below_floor(package: Package, cell: Cell) -> str | None:
+    """Why a cell is below its version's ABI floor (stable-ABI torch, abi3 / none Python)."""
+    abi = package.abi_for(cell.version)
+    if (
+        abi.kind == "torch-stable"
+        and abi.min_torch
+        and Version(cell.torch) < Version(abi.min_torch)
+    ):
+        return f"{package.file.name}: abi.min_torch {abi.min_torch} (stable ABI floor)"
+    if abi.python_floor and Version(cell.python) < Version(abi.python_floor):
+        return f"{package.file.name}: abi.python_floor {abi.python_floor} (the wheel's tag floor)"
+    return None
+
+
 def expand(matrix: Matrix) -> Expansion:
-    """Expand every package; torch-stable drops cells below its minimum torch first, and no cell
+    """Expand every package; a cell below its version's ABI floor is dropped first, and no cell
     its runner cannot build is kept (matrix/toolkits.py)."""
     blocker = cache(support(matrix.root, matrix.farm).blocker)
     all_cells: list[Cell] = []
@@ -244,18 +262,8 @@ def expand(matrix: Matrix) -> Expansion:
         for item in cells(matrix, package, blocker):
             if isinstance(item, Excluded):
                 excluded.append(item)
-            elif (
-                package.abi == "torch-stable"
-                and package.min_torch is not None
-                and Version(item.torch) < Version(package.min_torch)
-            ):
-                excluded.append(
-                    Excluded(
-                        item,
-                        f"{package.file.name}: abi.min_torch "
-                        f"{package.min_torch} (stable ABI floor)",
-                    )
-                )
+            elif rule := _below_floor(package, item):
+                excluded.append(Excluded(item, rule))
             else:
                 kept.append(item)
         all_cells.extend(kept)

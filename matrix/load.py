@@ -26,6 +26,8 @@ from wheelfarm.core.label import cuda_version
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.model import (
+    ENV_PLACEHOLDER,
+    Abi,
     ArchList,
     ArchPolicy,
     ArchRule,
@@ -35,6 +37,7 @@ from wheelfarm.matrix.model import (
     Package,
     PackageVersion,
     PlatformInfo,
+    PythonAbi,
     Source,
     SplitCompile,
     TorchRelease,
@@ -328,6 +331,35 @@ class _File:
             return SpecifierSet()
 
 
+def _abi(f: _File, data: dict[str, Any], where: list[str | int]) -> Abi:
+    """An `abi` mapping, top-level or a version's own, checked across its fields."""
+    kind, given = data["kind"], data.get("python")
+    if kind == "torch-stable" and "min_torch" not in data:
+        f.add(
+            [*where, "min_torch"],
+            "required for kind 'torch-stable' (the TORCH_TARGET_VERSION, e.g. '2.10')",
+        )
+    if kind == "abi3" and given not in (None, "abi3"):
+        f.add(
+            [*where, "python"],
+            f"{given!r} contradicts kind 'abi3' (a limited-API build): drop python, or use "
+            f"kind 'cpython' with python: {given}",
+        )
+    python: PythonAbi = "abi3" if kind == "abi3" else given or "cpython"
+    if "python_floor" in data and python == "cpython":
+        f.add(
+            [*where, "python_floor"],
+            "only an abi3 or 'none' wheel has a floor in its tag: set python: abi3 or none, "
+            "or drop python_floor",
+        )
+    return Abi(
+        kind=kind,
+        min_torch=data.get("min_torch"),
+        python=python,
+        python_floor=data.get("python_floor"),
+    )
+
+
 def _versions(f: _File, items: list[dict[str, Any]], root: FarmRoot) -> list[PackageVersion]:
     out: list[PackageVersion] = []
     seen: dict[Version, int] = {}
@@ -372,6 +404,7 @@ def _versions(f: _File, items: list[dict[str, Any]], root: FarmRoot) -> list[Pac
                 source=source,
                 patches=tuple(item.get("patches", [])),
                 yanked=item.get("yanked"),
+                abi=_abi(f, item["abi"], ["versions", i, "abi"]) if "abi" in item else None,
             )
         )
     return out
@@ -414,20 +447,35 @@ def _cross_field_checks(f: _File, data: dict[str, Any], versions: list[PackageVe
     name = canonicalize_name(data["name"])
     if f.path.stem != name:
         f.add(["name"], f"{data['name']!r} must match the file name: rename it to {name}.yaml")
-    if data["abi"]["kind"] == "torch-stable" and "min_torch" not in data["abi"]:
-        f.add(
-            ["abi", "min_torch"],
-            "required for kind 'torch-stable' (the TORCH_TARGET_VERSION, e.g. '2.10')",
-        )
     for key in ("build_minutes_per_arch", "gb_per_job"):
         if key in data and not math.isfinite(data[key]):
             f.add([key], f"{data[key]!r} is not a finite number: give the measured value, e.g. 4")
     for i, req in enumerate(data.get("import_requires", [])):
         if problem := _requirement_problem(req):
             f.add(["import_requires", i], f"{req!r} is not a PEP 508 requirement ({problem})")
-    arch = data["arch"]
+    if data.get("import_with_torch") and data["abi"]["kind"] != "torch-free":
+        f.add(
+            ["import_with_torch"],
+            f"only for kind 'torch-free': a {data['abi']['kind']!r} wheel is always imported "
+            f"beside its torch; drop it",
+        )
+    for key, value in data.get("env", {}).items():
+        if "{" in ENV_PLACEHOLDER.sub("", value) or "}" in ENV_PLACEHOLDER.sub("", value):
+            f.add(
+                ["env", key],
+                f"{_clip(value)}: a brace must be a placeholder, {{cuda}} (e.g. 13.0) or "
+                f"{{cuda_major}} (e.g. 13)",
+            )
+    _arch_checks(f, data["arch"], versions)
+
+
+def _arch_checks(f: _File, arch: dict[str, Any], versions: list[PackageVersion]) -> None:
+    """What each `arch.via` needs beside it (and `none`, with no device code, takes nothing)."""
     if arch["via"] == "env" and "env" not in arch:
         f.add(["arch", "env"], "required when via is 'env' (the package's own arch variable)")
+    if arch["via"] == "none":
+        for key in sorted(set(arch) - {"via"}):
+            f.add(["arch", key], "not allowed when via is 'none' (no device code, no arch list)")
     if arch["via"] == "patch" and not any(v.patches for v in versions):
         f.add(
             ["arch", "via"],
@@ -451,27 +499,27 @@ def _package(
     torch_spec = f.spec(constraints.get("torch"), ["constraints", "torch"])
     python_spec = f.spec(constraints.get("python"), ["constraints", "python"])
     rules = _arch_rules(f, data["arch"].get("override", []), cuda_spec, policy)
+    package_abi = _abi(f, data["abi"], ["abi"])
     exclusions = [
         Exclusion(line=_line(tree, ["exclude", i])[0], **{k: str(v) for k, v in ex.items()})
         for i, ex in enumerate(data.get("exclude", []))
     ]
     if errors.total != before:
         return None
-    abi, arch = data["abi"], data["arch"]
+    arch = data["arch"]
     return Package(
         name=canonicalize_name(data["name"]),
         display_name=data["name"],
         file=path,
         versions=tuple(versions),
-        abi=abi["kind"],
-        min_torch=abi.get("min_torch"),
-        python_abi3=abi.get("python_abi3", False),
+        abi=package_abi,
         arch_via=arch["via"],
         arch_env=arch.get("env"),
         arch_format=arch.get("format", "torch"),
         arch_overrides=tuple(rules),
         local_version_env=data.get("local_version", {}).get("env"),
         env=data.get("env", {}),
+        import_with_torch=data.get("import_with_torch", False),
         build_requires=tuple(data.get("build_requires", [])),
         torch_spec=torch_spec,
         python_spec=python_spec,

@@ -4,6 +4,7 @@ below the loader sees a raw dict."""
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -18,7 +19,10 @@ from wheelfarm.core.platforms import NAMES
 from wheelfarm.core.root import FarmRoot
 
 AbiKind = Literal["cpython", "abi3", "torch-stable", "torch-free"]
-ArchVia = Literal["torch", "env", "patch"]
+# what a package's `env` values may name: torch_memory_saver names its binaries by the CUDA major
+ENV_PLACEHOLDER = re.compile(r"\{(cuda|cuda_major)\}")
+PythonAbi = Literal["cpython", "abi3", "none"]
+ArchVia = Literal["torch", "env", "patch", "none"]  # none: compiles no device code
 ArchFormat = Literal["torch", "semicolon-int", "comma-int"]
 
 
@@ -37,7 +41,8 @@ class Arch:
 
 @dataclass(frozen=True)
 class ArchList:
-    """An ordered arch list such as '7.5;8.0;12.0+PTX'."""
+    """An ordered arch list such as '7.5;8.0;12.0+PTX'; empty for a package that compiles no
+    device code (`arch: {via: none}`), whose wheel carries no fatbin."""
 
     archs: tuple[Arch, ...]
 
@@ -147,11 +152,55 @@ class Source:
     commit: str | None = None
     submodules: bool = False  # git: also check out the submodules the commit pins
     path: str | None = None
+    subdir: str | None = None  # sdist, git: the folder to build, relative to the source's root
 
     @property
     def digest(self) -> str:
         """What pins the source: the sdist hash, the git commit or 'path:...'."""
         return self.sha256 or self.commit or f"path:{self.path}"
+
+    @staticmethod
+    def subdir_problem(subdir: str) -> str | None:
+        """Why `subdir` cannot name a folder inside a source tree, or None. The schema's rule in
+        code, for the builder, which must not trust a Source it did not load (symlinks are its
+        own check: they exist only once the source is on disk).
+
+        >>> Source.subdir_problem("hopper"), Source.subdir_problem("a/../../b")
+        (None, "climbs out with '..'")
+        """
+        if not subdir:
+            return "is empty"
+        if re.search(r"[\x00-\x1f\x7f]", subdir):
+            return "holds a control character (NUL, newline, ...)"
+        if subdir[0] in "/\\" or re.match(r"[A-Za-z]:", subdir):
+            return "is absolute"
+        if ".." in re.split(r"[/\\]", subdir):
+            return "climbs out with '..'"
+        return None
+
+
+def python_tag(abi: PythonAbi, python: str, floor: str | None = None) -> str:
+    """A wheel's Python tag when built with `python`: 'cp312', 'cp39-abi3', 'py39-none'.
+
+    >>> python_tag("cpython", "3.12"), python_tag("abi3", "3.10"), python_tag("none", "3.10", "3.9")
+    ('cp312', 'cp310-abi3', 'py39-none')
+    """
+    if abi == "cpython":
+        return f"cp{python.replace('.', '')}"
+    digits = (floor or python).replace(".", "")
+    return f"cp{digits}-abi3" if abi == "abi3" else f"py{digits}-none"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Abi:
+    """How a wheel binds to torch (`kind`) and to Python (`python`), which decides the cells one
+    build serves. A package's own setup.py fixes the floor in an abi3 or 'none' tag (xformers
+    writes py39-none whatever Python builds it), so the file can name it: `python_floor`."""
+
+    kind: AbiKind
+    min_torch: str | None = None  # torch-stable: the TORCH_TARGET_VERSION
+    python: PythonAbi = "cpython"  # 'abi3' for kind abi3; 'none': no Python C API at all
+    python_floor: str | None = None  # '3.9' -> cp39-abi3 / py39-none; None: the build's Python
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,6 +209,7 @@ class PackageVersion:
     source: Source
     patches: tuple[str, ...] = ()
     yanked: str | None = None
+    abi: Abi | None = None  # this version's own ABI, where it differs from the package's
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,9 +242,7 @@ class Package:
     display_name: str
     file: Path
     versions: tuple[PackageVersion, ...]
-    abi: AbiKind
-    min_torch: str | None = None
-    python_abi3: bool = False
+    abi: Abi
     arch_via: ArchVia = "torch"
     arch_env: str | None = None
     arch_format: ArchFormat = "torch"
@@ -209,9 +257,24 @@ class Package:
     exclusions: tuple[Exclusion, ...] = ()
     imports: tuple[str, ...] = ()
     import_requires: tuple[str, ...] = ()
+    import_with_torch: bool = False  # torch-free binaries, Python that imports torch
     vendor_allow: tuple[str, ...] = ()
     build_minutes_per_arch: float = 10.0
     gb_per_job: float = 3.0
+
+    def env_for(self, cuda: str) -> dict[str, str]:
+        """The package's variables for one CUDA tag: '{cuda}' becomes its version ('13.0'),
+        '{cuda_major}' its major ('13'); the loader refuses any other brace."""
+        version = cuda_version(cuda)
+        values = {"cuda": str(version), "cuda_major": str(version.major)}
+        return {k: ENV_PLACEHOLDER.sub(lambda m: values[m[1]], v) for k, v in self.env.items()}
+
+    def abi_for(self, version: str) -> Abi:
+        """The ABI of one version: its own where the file gives one (xformers went cpython ->
+        abi3 -> torch-stable across releases), else the package's."""
+        want = Version(version)
+        own = next((v.abi for v in self.versions if v.version == want), None)
+        return own or self.abi
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -222,7 +285,10 @@ class ArchPolicy:
     supported: dict[str, tuple[int, int]]
 
     def for_target(self, package: Package, cuda: str, platform: str) -> ArchList:
-        """The arch list a build must embed: the package's first matching override, else policy."""
+        """The arch list a build must embed: none for `via: none`, else the package's first
+        matching override, else policy."""
+        if package.arch_via == "none":
+            return ArchList(())
         cv = cuda_version(cuda)
         for rule in package.arch_overrides:
             if (rule.cuda is None or cv in rule.cuda) and rule.platform in (None, platform):

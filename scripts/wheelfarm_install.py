@@ -275,7 +275,7 @@ def refusals(wheel: dict[str, object], machine: dict[str, str], found: list[Gpu]
     below its CUDA major's floor. Empty when it will, or when there is nothing to compare."""
     reasons = []
     archs = wheel_archs(wheel)
-    if archs is not None:
+    if archs is not None and any(archs):  # none listed: no device code (JIT), any GPU runs it
         sass, ptx = archs
         carried = ", ".join(
             [*(f"sm_{s}" for s in sorted(sass)), *(f"PTX {p}" for p in sorted(ptx))]
@@ -284,7 +284,7 @@ def refusals(wheel: dict[str, object], machine: dict[str, str], found: list[Gpu]
             if not runs_on(cc, sass, ptx):
                 reasons.append(
                     f"GPU {i} (compute capability {cc[0]}.{cc[1]}) has no SASS or PTX in it "
-                    f"(it carries {carried or 'no device code'}); build it for {cc[0]}.{cc[1]}"
+                    f"(it carries {carried}); build it for {cc[0]}.{cc[1]}"
                 )
     cuda = str(wheel.get("cuda") or machine["cuda"])
     floors = DRIVER_FLOORS.get(cuda[2:-1])

@@ -54,8 +54,8 @@ def farm_wheel(build: Build, wheel_platform: str, dest: Path, *, payload: int = 
     bytes of data (for memory measurements)."""
     dist = build.package.replace("-", "_")
     version = f"{build.version}+{build.label}"
-    py = f"cp{build.python.replace('.', '')}"
-    abi = "abi3" if build.python_tag.endswith("-abi3") else py
+    py, _, abi = build.python_tag.partition("-")  # 'cp312', 'cp310-abi3' or 'py39-none'
+    abi = abi or py
     platform = "win_amd64" if build.platform == "win_amd64" else wheel_platform
     info = f"{dist}-{version}.dist-info"
     entries = [(KIND_CUBIN, int(s[3:])) for s in build.archs.cubins]

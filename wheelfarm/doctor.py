@@ -3,7 +3,7 @@
 A wheel of a torch CUDA extension runs only when seven things hold; each is checked with the
 value found, the value needed and the one command that fixes it:
 
-1. python: the wheel's Python tag fits the interpreter (abi3: at or above its floor);
+1. python: the wheel's Python tag fits the interpreter (abi3 or none: at or above its floor);
 2. platform: the wheel's platform is this one, and its manylinux glibc floor is not above ours;
 3. torch: the installed torch is the minor the wheel was built for (stable ABI: at or above);
 4. cuda: torch's CUDA major is the wheel's;
@@ -226,10 +226,10 @@ def _label(local: str | None) -> Label | None:
 
 def _python(w: WheelFacts, env: Env) -> Check:
     interp = w.tag.interpreter
-    want = f"{interp[2]}.{interp[3:]}" if interp.startswith("cp") and len(interp) > 3 else interp  # noqa: PLR2004
-    if w.tag.abi == "abi3":
+    want = f"{interp[2]}.{interp[3:]}" if len(interp) > 3 else interp[2:]  # noqa: PLR2004
+    if w.tag.abi in ("abi3", "none"):  # a limited-API build, or no Python C API at all
         ok = Version(env.python) >= Version(want)
-        needed = f"CPython >= {want} (abi3)"
+        needed = f"{'CPython' if w.tag.abi == 'abi3' else 'Python'} >= {want} ({w.tag.abi})"
     else:
         ok = env.python == want
         needed = f"CPython {want}"
@@ -301,6 +301,10 @@ def _gpu(w: WheelFacts, env: Env) -> Check:
     if not w.archs_known:
         return failed("gpu", f"compute capability {cc}", "archs the index does not list",
                       f"download {w.filename} and run: wheelfarm doctor {w.filename}")  # fmt: skip
+    if not (w.cubins or w.ptx):  # no device code: it compiles its kernels at run time (pycuda)
+        return Check(
+            "gpu", ok=True, found=f"compute capability {cc}", needed="any GPU (no device code)"
+        )
     ok = runs_on(env.gpu, w.cubins, w.ptx)
     fix = "" if ok else f"build for it: wheelfarm build --local --package {w.name} --archs {cc}"
     return Check("gpu", ok, f"compute capability {cc}", needed, fix)

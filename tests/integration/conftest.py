@@ -69,6 +69,22 @@ def demo_build(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Dem
     return DemoBuild(wheel, record, envs[-1])
 
 
+UV = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+needs_uv = pytest.mark.skipif(UV is None, reason="uv is installed by the test extra")
+
+
+def uv_install(py: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """Real `uv pip install` into `py`'s venv, without uv's cache (the wheel must come from the
+    served index each time). Tests that call it carry `needs_uv`."""
+    assert UV is not None
+    return subprocess.run(
+        [UV, "pip", "install", "--python", py, "--no-cache", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def pip(py: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     """Real pip in `py`'s venv, with no user config: only the indexes a test names."""
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}

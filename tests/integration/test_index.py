@@ -14,11 +14,10 @@ import pytest
 
 from wheelfarm.index.serve import served
 
-from .conftest import DemoBuild, fresh_venv, pip, retag, wheelfarm
+from .conftest import DemoBuild, fresh_venv, needs_uv, pip, retag, uv_install, wheelfarm
 
 pytestmark = pytest.mark.integration
 CP = f"cp{sys.version_info[0]}{sys.version_info[1]}"
-UV = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
 
 
 @pytest.fixture(scope="module")
@@ -91,28 +90,13 @@ def test_pip_refuses_a_wrong_hash(
     assert "HASHES" in result.stderr.upper()
 
 
-@pytest.mark.skipif(UV is None, reason="uv is installed by the test extra")
+@needs_uv
 def test_uv_installs_the_matching_wheel(
     served_site: tuple[Path, str], demo_build: DemoBuild, tmp_path: Path
 ) -> None:
     _, url = served_site
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
-    result = subprocess.run(
-        [
-            UV,
-            "pip",
-            "install",
-            "--python",
-            py,
-            "--no-cache",
-            "--extra-index-url",
-            f"{url}cu130/torch2.14/",
-            "wheelfarm-demo",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = uv_install(py, "--extra-index-url", f"{url}cu130/torch2.14/", "wheelfarm-demo")
     assert result.returncode == 0, result.stderr
     assert "wheelfarm-demo==0.1.0+cu130torch2.14" in result.stderr
     subprocess.run([py, "-c", "import torch, wheelfarm_demo"], check=True)

@@ -225,6 +225,7 @@ def test_check_import_installs_import_requires_and_imports_torch_only_when_prese
     monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
     monkeypatch.setattr(envs, "pip_install", lambda py, *args, **k: installs.append(args))
     monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[-1]))
+    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})  # test_driver.py covers it
     torch_env = None if torch_free else envs.TorchEnv(tmp_path / "torch", "2.14.1", "cu130")
     wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
     build.check_import(

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from tests.roots import REPO
 from wheelfarm.core.errors import SiteError
@@ -15,7 +16,8 @@ from wheelfarm.core.label import OtherLabel
 from wheelfarm.core.wheelfile import write_wheel
 from wheelfarm.index import entries as reasons
 from wheelfarm.index import sources
-from wheelfarm.index.entries import account, covers_from_name
+from wheelfarm.index.catalog import Catalog
+from wheelfarm.index.entries import covers_from_name
 from wheelfarm.index.site import OWNED, Site, build_site
 from wheelfarm.index.sources import Known, from_wheelhouse
 from wheelfarm.matrix.load import load_matrix
@@ -139,6 +141,13 @@ def test_placement_of_each_kind_of_wheel(shipped: Matrix) -> None:
     anywhere = place("fa-1.0+cu130torch2.14-py3-none-any.whl").covers
     assert {c.platform for c in anywhere} >= {"linux_x86_64", "win_amd64"}
     assert "3." not in {c.python for c in anywhere}
+    stable = place("xformers-0.0.35+cu130torch2.10.stable-py39-none-linux_x86_64.whl").covers
+    assert {(c.torch, c.python) for c in stable} == {
+        (r.minor, p)
+        for r in shipped.releases
+        if r.version >= Version("2.10") and "cu130" in r.builds
+        for p in r.pythons()
+    }  # no Python C API: every Python of every stable torch, not only 3.9
     old_abi3 = place("fa-1.0+cu118torch1.13-cp39-abi3-linux_x86_64.whl").covers
     old_cp = place("fa-1.0+cu118torch1.13-cp39-cp39-linux_x86_64.whl").covers
     assert old_abi3 == old_cp != ()  # a cell torch.yaml lacks: both twins filed, alike
@@ -156,8 +165,10 @@ def test_duplicates_and_unfiled_are_reported_by_reason(shipped: Matrix) -> None:
     for n in names:
         place = covers_from_name(n, shipped)
         wheels.append(entry(n, covers=place.covers, unfiled=place.reason))
-    kept, unfiled = account([*wheels, wheels[0]])
-    assert sorted(e.filename for e in kept) == sorted(names[1:])  # '2.4' sorts before '24'
+    with Catalog([*wheels, wheels[0]]) as listed:
+        unfiled = listed.account()
+        kept = [e.filename for e in listed]
+    assert kept == sorted(names[1:])  # '2.4' sorts before '24'
     assert unfiled[reasons.DUPLICATE] == [names[0], names[0]]
     assert unfiled[reasons.CPU] == [names[2]]
 
@@ -177,11 +188,9 @@ def test_archs_and_partial_builds(tmp_path: Path, shipped: Matrix) -> None:
     policy = {"demo-pkg-1.0.0-cu130torch2.14-cp312-linux_x86_64": frozenset({"sm_80", "sm_120"})}
     with Site(tmp_path / "site") as written:
         entries = from_wheelhouse(house, shipped, {}, written, policy)
-        assert entries[0].to_json()["archs"] == {
-            "sass": ["sm_80", "sm_90", "sm_100"],
-            "ptx": ["sm_100"],
-        }
-        assert entries[0].partial_archs
+        (entry,) = entries
+        assert entry.to_json()["archs"] == {"sass": ["sm_80", "sm_90", "sm_100"], "ptx": ["sm_100"]}
+        assert entry.partial_archs
         written.commit(entries, templates=REPO.templates)
     assert existing_build_ids(tmp_path / "site" / "packages.json") == set()
     assert (tmp_path / "site" / "packages.js").is_file()

@@ -104,8 +104,9 @@ def test_a_gpu_the_wheel_has_no_arch_for_and_an_old_driver_are_refused(
         ({"sass": ["sm_90"], "ptx": ["sm_90"]}, "12.0, 580.82.07", None),  # PTX runs forward
         ({"sass": ["sm_80"], "ptx": []}, "8.0, 580.82.07\n9.0, 580.82.07",
          "GPU 1 (compute capability 9.0)"),  # SASS does not run forward; every GPU is checked
+        ({"sass": [], "ptx": []}, "8.0, 580.82.07", None),  # no device code (pycuda): any GPU
     ],
-    ids=["same-major", "ptx", "second-gpu"],
+    ids=["same-major", "ptx", "second-gpu", "no-device-code"],
 )  # fmt: skip
 def test_the_arch_rule(
     helper: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any,

@@ -83,6 +83,46 @@ def test_semantic_errors(matrix_dir: Callable[..., Path], extra: str, message: s
         load_matrix(root)
 
 
+@pytest.mark.parametrize(
+    ("abi", "message"),
+    [
+        ("{kind: torch-stable}", r"abi.min_torch: required for kind 'torch-stable'"),
+        ("{kind: abi3, python: none}", r"abi.python: 'none' contradicts kind 'abi3'.*python: none"),
+        ("{kind: cpython, python_floor: '3.9'}", r"abi.python_floor: only an abi3 or 'none' wheel"),
+        (
+            "{kind: torch-free, python: py3}",
+            r"abi.python: 'py3' is not allowed \(allowed: cpython, abi3, none\)",
+        ),
+    ],
+)
+def test_abi_errors(matrix_dir: Callable[..., Path], abi: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_matrix(matrix_dir({"pkg": package_yaml("pkg", abi=abi)}))
+
+
+def test_a_versions_own_abi_is_checked_at_its_line(matrix_dir: Callable[..., Path]) -> None:
+    text = package_yaml("pkg").replace(
+        '    source: {sdist: pkg, sha256: "' + "a" * 64 + '"}\n',
+        '    source: {sdist: pkg, sha256: "' + "a" * 64 + '"}\n    abi: {kind: torch-stable}\n',
+    )
+    with pytest.raises(ConfigError, match=r"pkg.yaml:5: versions\[0\].abi.min_torch: required"):
+        load_matrix(matrix_dir({"pkg": text}))
+
+
+def test_env_names_the_targets_cuda(matrix_dir: Callable[..., Path]) -> None:
+    text = package_yaml("pkg", extra="env: {TMS_CUDA_MAJOR: '{cuda_major}', V: 'cu-{cuda}'}\n")
+    (pkg,) = load_matrix(matrix_dir({"pkg": text})).packages
+    assert pkg.env_for("cu130") == {"TMS_CUDA_MAJOR": "13", "V": "cu-13.0"}
+    assert pkg.env_for("cu126") == {"TMS_CUDA_MAJOR": "12", "V": "cu-12.6"}
+
+
+@pytest.mark.parametrize("value", ["{torch}", "{cuda_major", "x}", "{{cuda}}", "{0}"])
+def test_env_refuses_any_other_brace(matrix_dir: Callable[..., Path], value: str) -> None:
+    text = package_yaml("pkg", extra=f"env: {{V: '{value}'}}\n")
+    with pytest.raises(ConfigError, match=r"env.V: .*a brace must be a placeholder, \{cuda\}"):
+        load_matrix(matrix_dir({"pkg": text}))
+
+
 def test_file_name_must_match_package_name(matrix_dir: Callable[..., Path]) -> None:
     root = matrix_dir({"other": package_yaml("pkg")})
     with pytest.raises(ConfigError, match=r"other.yaml:1: name: 'pkg' must match the file name"):

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.roots import REPO
-from wheelfarm.core.errors import PlanError
+from wheelfarm.builder.target import resolve, select
+from wheelfarm.core.errors import ConfigError, PlanError
 from wheelfarm.github.actions import JOB_KEYS, github_outputs
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
@@ -55,22 +57,77 @@ def test_abi3_once_per_torch_cuda_platform(matrix_dir: Callable[..., Path]) -> N
     assert all(len(b.covers) == 5 for b in e.builds)
 
 
-def test_torch_stable_once_per_cuda_platform_against_lowest_torch(
+def test_torch_stable_once_per_cuda_platform_against_newest_torch(
     matrix_dir: Callable[..., Path],
 ) -> None:
     m = _matrix(
         matrix_dir,
-        "{kind: torch-stable, min_torch: '2.10', python_abi3: true}",
+        "{kind: torch-stable, min_torch: '2.10', python: abi3}",
         extra='constraints: {cuda: "==13.0", platforms: [linux_x86_64]}\n',
     )
     e = expand(m)
     assert len(e.builds) == 1
     (b,) = e.builds
-    assert b.torch == "2.10.0"
+    assert b.torch == "2.14.1"  # compiled with the newest; the label names the floor
     assert b.id == "pkg-1.0.0-cu130torch2.10.stable-cp310-abi3-linux_x86_64"
     assert {c.torch for c in b.covers} == {"2.10", "2.11", "2.12", "2.13", "2.14"}
     assert len(b.covers) == 25
     assert any("abi.min_torch 2.10" in x.rule and x.cell.torch == "2.9" for x in e.excluded)
+
+
+def test_python_none_keeps_the_packages_own_floor(matrix_dir: Callable[..., Path]) -> None:
+    """xformers 0.0.35: stable ABI, no Python C API, tagged py39-none by its own setup.py."""
+    m = _matrix(
+        matrix_dir,
+        "{kind: torch-stable, min_torch: '2.10', python: none, python_floor: '3.9'}",
+        extra='constraints: {cuda: "==13.0", platforms: [linux_x86_64]}\n',
+    )
+    (b,) = expand(m).builds
+    assert b.id == "pkg-1.0.0-cu130torch2.10.stable-py39-none-linux_x86_64"
+    assert b.python == "3.10" and len(b.covers) == 25
+
+
+def test_a_python_floor_above_a_cell_excludes_it(matrix_dir: Callable[..., Path]) -> None:
+    m = _matrix(matrix_dir, "{kind: abi3, python_floor: '3.12'}")
+    e = expand(m)
+    (b,) = e.builds
+    assert b.id == "pkg-1.0.0-cu130torch2.14-cp312-abi3-linux_x86_64"
+    assert {c.python for c in b.covers} == {"3.12", "3.13", "3.14"}
+    assert any("abi.python_floor 3.12" in x.rule and x.cell.python == "3.10" for x in e.excluded)
+
+
+def test_torch_free_abi3_is_one_build_per_cuda_and_platform(
+    matrix_dir: Callable[..., Path],
+) -> None:
+    m = _matrix(
+        matrix_dir,
+        "{kind: torch-free, python: abi3, python_floor: '3.9'}",
+        extra='constraints: {cuda: "==13.0", platforms: [linux_x86_64]}\n',
+    )
+    (b,) = expand(m).builds
+    assert b.id == "pkg-1.0.0-cu130-cp39-abi3-linux_x86_64"
+    assert b.torch is None and {c.torch for c in b.covers} >= {"2.10", "2.14"}
+
+
+def test_a_version_may_carry_its_own_abi(matrix_dir: Callable[..., Path]) -> None:
+    """xformers: 0.0.34 is abi3 on the full torch ABI, 0.0.35 on the stable ABI."""
+    text = f"""\
+name: pkg
+versions:
+  - version: "0.0.34"
+    source: {{sdist: pkg, sha256: "{"a" * 64}"}}
+    abi: {{kind: abi3, python_floor: '3.9'}}
+  - version: "0.0.35"
+    source: {{sdist: pkg, sha256: "{"b" * 64}"}}
+abi: {{kind: torch-stable, min_torch: '2.14', python: none, python_floor: '3.9'}}
+arch: {{via: torch}}
+import: [pkg]
+{textwrap.dedent(ONLY_214)}"""
+    ids = sorted(b.id for b in expand(load_matrix(matrix_dir({"pkg": text}))).builds)
+    assert ids == [
+        "pkg-0.0.34-cu130torch2.14-cp39-abi3-linux_x86_64",
+        "pkg-0.0.35-cu130torch2.14.stable-py39-none-linux_x86_64",
+    ]
 
 
 def test_torch_free_once_per_cuda_python_platform(matrix_dir: Callable[..., Path]) -> None:
@@ -223,3 +280,35 @@ def test_explain_names_the_collapsed_build(matrix_dir: Callable[..., Path]) -> N
         "pkg-1.0.0-cu130torch2.14-cp310-abi3-linux_x86_64 (built with torch 2.14.1, "
         "Python 3.10; serves 5 cells)"
     )
+
+
+@pytest.mark.parametrize(
+    ("abi", "python", "tag"),
+    [
+        # one py39-none wheel serves 3.10-3.14: this machine's 3.12 builds it, not a missing 3.10
+        ("{kind: torch-stable, min_torch: '2.14', python: none, python_floor: '3.9'}", "3.12",
+         "py39-none"),
+        ("{kind: abi3}", "3.10", "cp310-abi3"),  # no floor: the tag follows the build's Python
+    ],
+)  # fmt: skip
+def test_local_builds_a_floor_tagged_wheel_with_this_python(
+    matrix_dir: Callable[..., Path], abi: str, python: str, tag: str
+) -> None:
+    m = _matrix(matrix_dir, abi)
+    t = select(m, expand(m), package="pkg", cuda="cu130", python="3.12", platform="linux_x86_64")
+    assert (t.build.python, t.build.python_tag) == (python, tag)
+
+
+@pytest.mark.parametrize(("flag", "torch"), [("import_with_torch: true\n", "2.14.1"), ("", None)])
+def test_import_with_torch_imports_beside_the_newest_torch_of_its_cuda(
+    matrix_dir: Callable[..., Path], flag: str, torch: str | None
+) -> None:
+    extra = 'constraints: {cuda: "==13.0", platforms: [linux_x86_64]}\n' + flag
+    m = _matrix(matrix_dir, "{kind: torch-free, python: abi3}", extra=extra)
+    (b,) = expand(m).builds
+    assert (b.torch, resolve(m, expand(m), b.id).import_torch) == (None, torch)
+
+
+def test_import_with_torch_is_for_torch_free_only(matrix_dir: Callable[..., Path]) -> None:
+    with pytest.raises(ConfigError, match=r"import_with_torch: only for kind 'torch-free'"):
+        _matrix(matrix_dir, "{kind: cpython}", extra="import_with_torch: true\n")

@@ -152,7 +152,7 @@ PACKAGE = st.fixed_dictionaries(
         "name": st.just("pkg"),
         "versions": _maybe(VERSIONS),
         "abi": _maybe(st.fixed_dictionaries({"kind": _pick(["cpython", "abi3", "torch-free"], ["torch-stable", "c"])},
-                                            optional={"min_torch": _pick(["2.10", "2.4"], ["3"]), "python_abi3": st.booleans()})),
+                                            optional={"min_torch": _pick(["2.10", "2.4"], ["3"]), "python": _pick(["cpython", "abi3", "none"], ["py3"]), "python_floor": _pick(["3.9", "3"], ["2.7"])})),
         "arch": _maybe(ARCH),
         "import": _maybe(st.lists(_pick(["pkg", "pkg._C"], [""]), min_size=1, max_size=2)),
     },

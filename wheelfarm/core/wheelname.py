@@ -11,13 +11,15 @@ from wheelfarm.core.platforms import platform_family
 
 
 def python_tag(tags: frozenset[Tag]) -> str:
-    """The farm's Python tag of a wheel: 'cp312', or 'cp310-abi3' for a limited-API build.
+    """The farm's Python tag of a wheel: 'cp312', 'cp310-abi3' for a limited-API build, or
+    'py39-none' for one without any Python C API (matrix.model.python_tag writes the same).
 
-    >>> python_tag(parse_wheel_filename("x-1-cp310-abi3-win_amd64.whl")[3])
-    'cp310-abi3'
+    >>> [python_tag(parse_wheel_filename(f"x-1-{t}-win_amd64.whl")[3])
+    ...  for t in ("cp312-cp312", "cp310-abi3", "py39-none")]
+    ['cp312', 'cp310-abi3', 'py39-none']
     """
     tag = min(tags, key=str)
-    return f"{tag.interpreter}-abi3" if tag.abi == "abi3" else tag.interpreter
+    return f"{tag.interpreter}-{tag.abi}" if tag.abi in ("abi3", "none") else tag.interpreter
 
 
 def build_id_from_wheel(filename: str) -> str:
