@@ -1,19 +1,29 @@
 """`wheelfarm index` against simple503 on one wheelhouse of tiny wheels, in one run, each
-through its CLI: wall time and peak memory of a first build, then wheelfarm's unchanged rerun.
-Both hash every wheel, place it in the site and write its PEP 658 metadata (simple503 copies
-each wheel; wheelfarm hard-links it, as it does for every wheelhouse on the site's file
-system). The wheelhouse has just been written, so both read it from the page cache.
+through its CLI: wall time and peak memory of a first build, then wheelfarm's reruns: with the
+wheelhouse unchanged; changed (one wheel replaced by new bytes of the same name, one added),
+its site then checked file by file against a cold build of the same wheelhouse; and with one
+wheel removed (`--allow-removal`). Both hash every wheel, place it in the site and write its
+PEP 658 metadata (simple503 copies each wheel; wheelfarm hard-links it, as it does for every
+wheelhouse on the site's file system). The wheelhouse has just been written, so both read it
+from the page cache.
+
+The last line gives wheelfarm's first build as ratios to simple503's (time, memory), the
+unchanged and changed reruns' seconds, and the changed rerun's peak memory as a ratio to
+simple503's first build.
 
 Usage: python benchmarks/index_vs_simple503.py [COUNT]   (pip install simple503 first)
 """
 
 from __future__ import annotations
 
+import hashlib
+import multiprocessing
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from wheelfarm.core.wheelfile import write_wheel
@@ -28,23 +38,25 @@ CELLS = [
 ]
 
 
-def wheelhouse(folder: Path, count: int) -> None:
-    """`count` tiny wheels: 100 projects, versions and (CUDA, torch, Python, platform) cells."""
-    for i in range(count):
-        cuda, torch, py, plat = CELLS[i % len(CELLS)]
-        name, version = f"pkg{i % 100:03d}", f"1.{i // 100}.0+{cuda}torch{torch}"
-        cp = f"cp{py}"
-        info = f"{name}-{version}.dist-info"
-        write_wheel(
-            folder / f"{name}-{version}-{cp}-{cp}-{plat}.whl",
-            {
-                f"{name}/__init__.py": b"",
-                f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                "Requires-Python: >=3.10\n".encode(),
-                f"{info}/WHEEL": f"Wheel-Version: 1.0\nTag: {cp}-{cp}-{plat}\n".encode(),
-            },
-            info,
-        )
+def tiny_wheel(folder: Path, i: int, body: bytes = b"") -> Path:
+    """Wheel number `i` of a wheelhouse: one of 100 projects, a version per 100 wheels, a
+    (CUDA, torch, Python, platform) cell; `body` is its module's text."""
+    cuda, torch, py, plat = CELLS[i % len(CELLS)]
+    name, version = f"pkg{i % 100:03d}", f"1.{i // 100}.0+{cuda}torch{torch}"
+    cp = f"cp{py}"
+    info = f"{name}-{version}.dist-info"
+    path = folder / f"{name}-{version}-{cp}-{cp}-{plat}.whl"
+    write_wheel(
+        path,
+        {
+            f"{name}/__init__.py": body,
+            f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+            "Requires-Python: >=3.10\n".encode(),
+            f"{info}/WHEEL": f"Wheel-Version: 1.0\nTag: {cp}-{cp}-{plat}\n".encode(),
+        },
+        info,
+    )
+    return path
 
 
 def timed(*argv: str | Path) -> tuple[float, int]:
@@ -58,21 +70,59 @@ def timed(*argv: str | Path) -> tuple[float, int]:
     return time.perf_counter() - start, usage.ru_maxrss * 1024
 
 
+def digests(site: Path) -> dict[str, str]:
+    """Every file of a site by path, as its sha256."""
+    return {
+        str(p.relative_to(site)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in site.rglob("*")
+        if p.is_file()
+    }
+
+
+def differences(site: Path, other: Path) -> list[str]:
+    """The paths whose bytes differ between two sites (or that only one has)."""
+    ours, theirs = digests(site), digests(other)
+    return sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k))
+
+
+def same_as_cold(house: Path, site: Path) -> None:
+    """Exit unless a cold build of `house` writes exactly the files of `site`. Compared in a
+    spawned process: a child's peak memory counts its parent's at the fork (Linux keeps the
+    high-water mark across exec), and the two sites' digests would be the next run's peak."""
+    cold = site.with_name("cold")
+    timed(BIN / "wheelfarm", "index", "--wheelhouse", house, "--out", cold)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        differ = pool.submit(differences, site, cold).result()
+    if differ:
+        msg = f"the changed rerun's site differs from a cold build in {len(differ)}: {differ[:5]}"
+        raise SystemExit(msg)
+
+
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     with tempfile.TemporaryDirectory() as tmp:
-        house = Path(tmp) / "house"
+        house, site = Path(tmp) / "house", Path(tmp) / "site"
         house.mkdir()
-        wheelhouse(house, count)
-        farm = (BIN / "wheelfarm", "index", "--wheelhouse", house, "--out", Path(tmp) / "site")
+        for i in range(count):
+            tiny_wheel(house, i)
+        farm = (BIN / "wheelfarm", "index", "--wheelhouse", house, "--out", site)
         peer = (BIN / "simple503", "--extract-metadata", "--copy", house, Path(tmp) / "s503")
         s_time, s_mem = timed(*peer)
         w_time, w_mem = timed(*farm)
         rerun, _ = timed(*farm)
+        tiny_wheel(house, 0, body=b"# new bytes\n")  # replaced, as builds do: a new inode
+        tiny_wheel(house, count)  # a new wheel
+        changed, c_mem = timed(*farm)
+        same_as_cold(house, site)
+        tiny_wheel(house, count).unlink()
+        removed, r_mem = timed(*farm, "--allow-removal")
     print(f"{count} wheels: simple503 {s_time:.1f} s {s_mem / 1e6:.0f} MB", end="; ")
-    print(f"wheelfarm {w_time:.1f} s {w_mem / 1e6:.0f} MB, rerun {rerun:.2f} s")
+    print(f"wheelfarm {w_time:.1f} s {w_mem / 1e6:.0f} MB, rerun {rerun:.2f} s", end="; ")
+    print(f"changed {changed:.2f} s {c_mem / 1e6:.0f} MB (same as a cold build)", end="; ")
+    print(f"one removed {removed:.2f} s {r_mem / 1e6:.0f} MB")
     ratio = f"time={w_time / s_time:.2f} memory={w_mem / s_mem:.2f}"
-    print(f"wheelfarm/simple503 {ratio} rerun={rerun:.2f}s")
+    changes = f"changed_rerun={changed:.2f}s changed_memory={c_mem / s_mem:.2f}"
+    print(f"wheelfarm/simple503 {ratio} rerun={rerun:.2f}s {changes}")
 
 
 if __name__ == "__main__":

@@ -9,11 +9,14 @@ import weakref
 from collections.abc import Hashable, Iterable, Iterator
 from itertools import groupby
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
 from wheelfarm.index.entries import DUPLICATE, NO_CELL, WheelEntry
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is 3.11+
 
 # an entry's fields, then its parsed name (project, version, tags), then what the catalog asks of
 # a wheel: its identity and build id; covers, sass, ptx and tags are ids into shared values
@@ -25,21 +28,17 @@ _INSERT = "INSERT INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 
 _PROJECT = 12  # the project's column
 
 
-class Catalog:
-    """Entries in a private on-disk database (deleted when the catalog is closed or dropped);
-    the few distinct cover, SASS and PTX tuples stay in memory, shared by id."""
+class Scratch:
+    """A private on-disk SQLite database of one table, deleted when closed or dropped: what an
+    index run holds per wheel, kept out of memory."""
 
-    def __init__(self, entries: Iterable[WheelEntry] = ()) -> None:
+    def __init__(self, create: str) -> None:
         self._db = sqlite3.connect("")  # "": a temporary database, spilled to disk as it grows
         self._finalizer = weakref.finalize(self, self._db.close)
         self._db.execute("PRAGMA journal_mode = OFF")  # a scratch table: nothing to roll back
-        self._db.execute(_CREATE)
-        self._ids: dict[Hashable, int] = {}
-        self._values: list[Any] = []
-        self._cells: dict[int, int] = {}  # covers id -> the id of its cells in sorted order
-        self._db.executemany(_INSERT, map(self._row, entries))
+        self._db.execute(create)
 
-    def __enter__(self) -> Catalog:  # noqa: PYI034 - typing.Self is 3.11+
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -47,6 +46,18 @@ class Catalog:
 
     def close(self) -> None:
         self._finalizer()
+
+
+class Catalog(Scratch):
+    """Entries in a scratch database; the few distinct cover, SASS and PTX tuples stay in
+    memory, shared by id."""
+
+    def __init__(self, entries: Iterable[WheelEntry] = ()) -> None:
+        super().__init__(_CREATE)
+        self._ids: dict[Hashable, int] = {}
+        self._values: list[Any] = []
+        self._cells: dict[int, int] = {}  # covers id -> the id of its cells in sorted order
+        self._db.executemany(_INSERT, map(self._row, entries))
 
     def _id(self, value: Hashable) -> int:
         """The id of `value`, shared by every equal value: wheels repeat a few placements and

@@ -14,10 +14,11 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from jinja2 import Environment, FileSystemLoader, Template, select_autoescape
 from markupsafe import Markup, escape
@@ -26,15 +27,17 @@ from wheelfarm import __version__
 from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.wheelfile import read_metadata_bytes
-from wheelfarm.index.catalog import Catalog
+from wheelfarm.index.catalog import Catalog, Scratch
 from wheelfarm.index.entries import FILES_DIR, WheelEntry, check_name
 
 MANIFEST = "packages.json"
 SCRIPT = "packages.js"  # the manifest as a script: the landing page works opened from disk
-OWNED = ".wheelfarm-site"  # line 1: its input's digest and counts; line 2: every file, sha256
+OWNED = ".wheelfarm-site"  # line 1: its input's digest and counts; then each file's sha256
 MANIFEST_VERSION = 1
 SHOWN = 5  # lost wheels or foreign files named in a refusal
 AT_FDCWD, RENAME_EXCHANGE = -100, 2  # linux/fcntl.h, linux/fs.h
+READ_PIECE = 1 << 20  # characters of packages.json read at a time
+_JSON = json.JSONDecoder()
 
 
 @dataclass
@@ -89,33 +92,151 @@ def _shown(items: list[str]) -> str:
     return ", ".join(items[:SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
-def _published(out: Path) -> list[str]:
-    """The file names the site's packages.json lists (each entry checked as it is read)."""
+class _Reader:
+    """A JSON text read a value at a time from a buffer refilled as it runs out: a
+    100,000-wheel packages.json is tens of MB, and most of a GB as objects."""
+
+    def __init__(self, fh: IO[str]) -> None:
+        self._fh, self._buf, self._pos = fh, "", 0
+
+    def _more(self) -> bool:
+        """Append the file's next piece to what is left unread; False at its end."""
+        piece = self._fh.read(READ_PIECE)
+        self._buf, self._pos = self._buf[self._pos :] + piece, 0
+        return bool(piece)
+
+    def peek(self) -> str:
+        """The next character that is not white space; "" at the end."""
+        while True:
+            while self._pos < len(self._buf) and self._buf[self._pos] in " \t\n\r":
+                self._pos += 1
+            if self._pos < len(self._buf) or not self._more():
+                return self._buf[self._pos : self._pos + 1]
+
+    def take(self, chars: str) -> str:
+        """The next character, which must be one of `chars`."""
+        char = self.peek()
+        if not char or char not in chars:
+            msg = f"expected one of {chars!r}, found {char or 'the end'!r}"
+            raise ValueError(msg)
+        self._pos += 1
+        return char
+
+    def value(self) -> Any:  # noqa: ANN401 - whatever the JSON holds
+        """The next value, whole."""
+        self.peek()
+        while True:
+            try:
+                value, end = _JSON.raw_decode(self._buf, self._pos)
+            except ValueError:
+                if self._more():
+                    continue  # cut off by the piece's end
+                raise
+            if end < len(self._buf) or not self._more():  # else a number may go on
+                self._pos = end
+                return value
+
+    def each(self, opening: str, closing: str) -> Iterator[None]:
+        """Step through an array's or an object's members; the caller reads one a step."""
+        self.take(opening)
+        if self.peek() == closing:
+            self._pos += 1
+            return
+        while True:
+            yield
+            if self.take("," + closing) == closing:
+                return
+
+
+def _published(out: Path) -> Iterator[str]:
+    """The file names the site's packages.json lists, a wheel at a time (each entry checked
+    as it is read)."""
     path = out / MANIFEST
     if not path.is_file():
-        return []
+        return
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        version = data.get("version")
-        if version == MANIFEST_VERSION:
-            return [WheelEntry.from_json(w).filename for w in data["wheels"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        with path.open(encoding="utf-8") as fh:
+            yield from _manifest_names(path, _Reader(fh))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         msg = (
             f"{path}: not a wheelfarm packages.json ({exc!r}); restore the published one or "
             f"delete it"
         )
         raise SiteError(msg) from exc
-    msg = f"{path}: manifest version {version!r}, this wheelfarm reads {MANIFEST_VERSION}"
-    raise SiteError(msg)
 
 
-@dataclass(frozen=True)
-class Owned:
+def _manifest_names(path: Path, manifest: _Reader) -> Iterator[str]:
+    """`_published` for an open manifest; its version is checked before its wheels are read
+    (its keys are sorted: "version" comes first)."""
+    version, listed = None, False
+    for _ in manifest.each("{", "}"):
+        key = manifest.value()
+        manifest.take(":")
+        if key == "wheels":
+            _check_manifest_version(path, version)
+            for _ in manifest.each("[", "]"):
+                yield WheelEntry.from_json(manifest.value()).filename
+            listed = True
+        elif key == "version":
+            version = manifest.value()
+        else:
+            manifest.value()
+    _check_manifest_version(path, version)
+    if manifest.peek():
+        msg = "text after the manifest"
+        raise ValueError(msg)
+    if not listed:
+        msg = "no 'wheels'"
+        raise KeyError(msg)
+
+
+def _check_manifest_version(path: Path, version: object) -> None:
+    if version != MANIFEST_VERSION:
+        msg = f"{path}: manifest version {version!r}, this wheelfarm reads {MANIFEST_VERSION}"
+        raise SiteError(msg)
+
+
+_FILE, _CACHE = 0, 1  # the kinds of member of a site's file list
+# a list's lines after its first: these three, and between them one member a line
+_CACHE_OPEN, _FILES_OPEN, _END = '{"cache":{', '},"files":{', "}}"
+
+
+class Owned(Scratch):
     """What the site on disk says it wrote: each file's sha256, and what its source saved
-    with it (`Site.commit`'s cache: its reader checks the shape, nothing here trusts it)."""
+    with it (`Site.commit`'s cache: its reader checks the shape, nothing here trusts it). In a
+    scratch database rather than dicts: a 100,000-wheel site lists 200,000 files and 100,000
+    cache rows, hundreds of MB as objects."""
 
-    files: dict[str, str]
-    cache: object = None
+    def __init__(self, members: Iterable[tuple[int, str, str]] = ()) -> None:
+        super().__init__(
+            "CREATE TABLE owned (kind INTEGER, key TEXT, value TEXT, PRIMARY KEY (kind, key))"
+            " WITHOUT ROWID"
+        )
+        self._db.executemany("INSERT OR REPLACE INTO owned VALUES (?, ?, ?)", members)
+
+    def _value(self, kind: int, key: str) -> str | None:
+        row = self._db.execute(
+            "SELECT value FROM owned WHERE kind = ? AND key = ?", (kind, key)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def sha256(self, rel: str) -> str | None:
+        """The sha256 of the file the site wrote at `rel`; None when it wrote none there."""
+        return self._value(_FILE, rel)
+
+    def cache(self, name: str) -> object:
+        """What the source saved with `name` (decoded JSON), or None."""
+        text = self._value(_CACHE, name)
+        return None if text is None else json.loads(text)
+
+    def files(self) -> Iterator[str]:
+        """Every file the site wrote, in path order."""
+        return (
+            k
+            for (k,) in self._db.execute(
+                "SELECT key FROM owned WHERE kind = ? ORDER BY key", (_FILE,)
+            )
+        )
 
 
 def reuse(out: Path, input_key: str) -> SiteResult | None:
@@ -151,21 +272,20 @@ def read_owned(out: Path) -> Owned:
     included; none is followed), so swapping in a new site loses nobody's work."""
     path = out / OWNED
     if not out.is_dir():
-        return Owned({})
+        return Owned()
     try:
-        data: dict[str, object] = {"files": {}}
         if path.is_file():
-            with path.open("rb") as fh:
-                head, files = fh.readline(), fh.read()  # head: input and counts, for `reuse`
-            data = json.loads(files or head)  # a list of version 1 was one line
-        owned = Owned(dict(data["files"]), data.get("cache"))  # type: ignore[call-overload]
-    except (ValueError, KeyError, TypeError) as exc:
+            with path.open(encoding="utf-8") as fh:
+                owned = Owned(_owned_members(fh))
+        else:
+            owned = Owned()
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         msg = (
             f"{path}: not a wheelfarm file list ({exc!r}; a site from an older wheelfarm keeps "
             f"none); delete {str(out)!r} and rerun to write it anew"
         )
         raise SiteError(msg) from exc
-    foreign = [rel for rel in _walk(out, "") if rel not in owned.files and rel != OWNED]
+    foreign = [rel for rel in _walk(out, "") if rel != OWNED and owned.sha256(rel) is None]
     if foreign:
         msg = (
             f"--out {str(out)!r} holds {len(foreign)} file(s) wheelfarm did not write: "
@@ -175,18 +295,62 @@ def read_owned(out: Path) -> Owned:
     return owned
 
 
-def _walk(folder: Path, prefix: str) -> list[str]:
+def _owned_members(fh: IO[str]) -> Iterator[tuple[int, str, str]]:
+    """(kind, key, value) for each file (its sha256) and cache row (its JSON) a site's list
+    holds after its first line (input and counts, for `reuse`): one a line since version 3,
+    read a line at a time; an older list, one line, is read whole."""
+    head, line = fh.readline(), fh.readline()
+    if line.rstrip("\n") != _CACHE_OPEN:
+        data = json.loads(line or head)  # a list of version 1 was one line
+        yield from ((_FILE, rel, _sha256(sha)) for rel, sha in data["files"].items())
+        yield from ((_CACHE, k, json.dumps(row)) for k, row in (data.get("cache") or {}).items())
+        return
+    kind = _CACHE
+    for line in fh:
+        member = line.rstrip("\n")
+        if member == _FILES_OPEN and kind == _CACHE:
+            kind = _FILE
+        elif member == _END and kind == _FILE:
+            return
+        else:
+            yield _member(kind, member)
+    msg = "the list ends early"
+    raise ValueError(msg)
+
+
+def _member(kind: int, line: str) -> tuple[int, str, str]:
+    """One '"key":value' line of a file list, its value checked to be JSON (a sha256 for a
+    file) and kept as its text (a cache row is decoded when it is asked for)."""
+    key, end = _JSON.raw_decode(line)
+    value, stop = _JSON.raw_decode(line, end + 1)
+    if not isinstance(key, str) or line[end : end + 1] != ":" or line[stop:] not in ("", ","):
+        msg = f"not a list member: {line[:80]!r}"
+        raise ValueError(msg)
+    return kind, key, _sha256(value) if kind == _FILE else line[end + 1 : stop]
+
+
+def _sha256(value: object) -> str:
+    if not isinstance(value, str):
+        msg = f"a file's sha256 is {type(value).__name__}, not text"
+        raise TypeError(msg)
+    return value
+
+
+def _walk(folder: Path, prefix: str) -> Iterator[str]:
     """Every entry under `folder` that is not a folder, as 'a/b' paths; an empty folder counts
     as one entry ('a/'). Links are listed, never followed."""
-    out = []
     with os.scandir(folder) as it:
         for item in it:
             rel = prefix + item.name
             if item.is_dir(follow_symlinks=False):
-                out += _walk(Path(item.path), rel + "/") or [rel + "/"]
+                empty = True
+                for inner in _walk(Path(item.path), rel + "/"):
+                    empty = False
+                    yield inner
+                if empty:
+                    yield rel + "/"
             else:
-                out.append(rel)
-    return out
+                yield rel
 
 
 class _Writer:
@@ -201,7 +365,7 @@ class _Writer:
         self.placed = 0
         # each wheel's files and cache row, as JSON object members; closed by `close`
         self._spools = (tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+"))  # noqa: SIM115
-        self._root = str(new)
+        self._root, self._old = str(new), str(out)
         self._made: set[str] = set()
 
     def close(self) -> None:
@@ -220,7 +384,8 @@ class _Writer:
 
     def _kept(self, rel: str, sha256: str, path: str) -> bool:
         """Link the old site's copy when it has these bytes at this path."""
-        if self.owned.files.get(rel) == sha256 and _link(self.out / rel, path):
+        listed = self.owned.sha256(rel)
+        if listed == sha256 and _link(os.path.join(self._old, rel), path):  # noqa: PTH118 - see _path
             self.result.unchanged += 1
             return True
         return False
@@ -264,7 +429,7 @@ class _Writer:
         files, caches = self._spools
         rel = json.dumps(rel)
         files.write(
-            f'{rel}:{json.dumps(sha256)},{rel[:-1]}.metadata":{json.dumps(metadata_sha256)}\n'
+            f'{rel}:{json.dumps(sha256)}\n{rel[:-1]}.metadata":{json.dumps(metadata_sha256)}\n'
         )
         if cache is not None:
             row = json.dumps(cache, default=_jsonable, separators=(",", ":"))
@@ -292,7 +457,7 @@ class _Writer:
                 fh.close()
         for (path, rel), digest in zip(targets, digests, strict=True):
             self.files[rel] = digest.hexdigest()
-            if self.owned.files.get(rel) == self.files[rel]:
+            if self.owned.sha256(rel) == self.files[rel]:
                 os.unlink(path)  # noqa: PTH108 - the old copy stays, mtime and all
                 if self._kept(rel, self.files[rel], path):
                     continue
@@ -308,36 +473,46 @@ class _Writer:
         """Write the file list last (in pieces, from the spools), and note what the old site
         had that this one drops."""
         head = {
-            "version": 2,
+            "version": 3,
             "input": input_key,
             "counts": self.result.counts(),
             "files": len(self.files) + 2 * self.placed,
         }
         files, caches = self._spools
+        pages = (f"{json.dumps(rel)}:{json.dumps(sha)}" for rel, sha in sorted(self.files.items()))
         with (self.new / OWNED).open("w", encoding="utf-8") as fh:
-            fh.write(json.dumps(head, separators=(",", ":")) + '\n{"cache":{')
-            _join_lines(caches, fh)
-            fh.write('},"files":{')
-            pages = sorted(self.files.items())
-            fh.write(",".join(f"{json.dumps(rel)}:{json.dumps(sha)}" for rel, sha in pages))
-            if self.files and self.placed:
-                fh.write(",")
-            _join_lines(files, fh)
-            fh.write("}}\n")
+            fh.write(f"{json.dumps(head, separators=(',', ':'))}\n{_CACHE_OPEN}\n")
+            _write_members(_lines(caches), fh)
+            fh.write(f"{_FILES_OPEN}\n")
+            _write_members(chain(pages, _lines(files)), fh)
+            fh.write(f"{_END}\n")
         old = self.out / OWNED
         if old.is_file() and filecmp.cmp(old, self.new / OWNED, shallow=False):
             (self.new / OWNED).unlink()  # the same list: keep the old file, mtime and all
             _link(old, str(self.new / OWNED))
-        self.result.removed = sorted(
-            rel for rel in self.owned.files if not os.path.lexists(self.new / rel)
-        )
+        new = str(self.new)
+        self.result.removed = [
+            rel
+            for rel in self.owned.files()
+            if not os.path.lexists(os.path.join(new, rel))  # noqa: PTH118 - no Path per file
+        ]
 
 
-def _join_lines(spool: IO[str], out: IO[str]) -> None:
-    """The spool's lines joined by commas: the members of a JSON object."""
+def _lines(spool: IO[str]) -> Iterator[str]:
+    """A spool's lines from its start, without their line ends."""
     spool.seek(0)
-    for i, line in enumerate(spool):
-        out.write(("," if i else "") + line.rstrip("\n"))
+    return (line.rstrip("\n") for line in spool)
+
+
+def _write_members(members: Iterable[str], out: IO[str]) -> None:
+    """'"key":value' texts as the members of a JSON object, one a line: the next run reads
+    the list a line at a time."""
+    sep = ""
+    for member in members:
+        out.write(sep + member)
+        sep = ",\n"
+    if sep:
+        out.write("\n")
 
 
 def _jsonable(value: object) -> object:
@@ -492,7 +667,8 @@ class Site:
 
     def __exit__(self, *_: object) -> None:
         self._writer.close()
-        shutil.rmtree(self.new, ignore_errors=True)  # unfinished, or the old tree after a swap
+        self.owned.close()
+        _remove_tree(self.new)  # unfinished, or the old tree after a swap
 
     def commit(
         self,
@@ -558,9 +734,23 @@ def _remove_abandoned(out: Path) -> None:
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
-            shutil.rmtree(tree, ignore_errors=True)
+            _remove_tree(tree)
         except OSError:
             continue  # alive under another user
+
+
+def _remove_tree(tree: Path) -> None:
+    """Delete a site's tree, its wheels' folder a name at a time first: shutil.rmtree lists a
+    folder whole before it deletes it, 200,000 entries for a 100,000-wheel site (the peak of a
+    rerun's memory)."""
+    files = tree / FILES_DIR
+    with suppress(OSError):
+        if files.is_dir() and not files.is_symlink():
+            with os.scandir(files) as it:
+                for item in it:
+                    if not item.is_dir(follow_symlinks=False):
+                        os.unlink(item.path)  # noqa: PTH108 - no Path per file
+    shutil.rmtree(tree, ignore_errors=True)
 
 
 def _manifest_head() -> str:

@@ -9,7 +9,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -112,19 +112,20 @@ class Known:
         return [self.stat, self.sha256, self.metadata_sha256, self.requires_python]
 
     @classmethod
-    def table(cls, data: object) -> dict[str, Known]:
-        """A cache as saved by an earlier run; anything not of its shape is dropped (the
-        wheel is then read again), never trusted."""
-        if not isinstance(data, dict):
-            return {}
-        return {
-            name: cls(*row)
-            for name, row in data.items()
-            if isinstance(row, list)
+    def read(cls, row: object) -> Known | None:
+        """A row as saved by an earlier run (`to_json`); None for anything not of its shape
+        (the wheel is then read again): never trusted."""
+        if (
+            isinstance(row, list)
             and len(row) == 4  # noqa: PLR2004 - the four fields
             and all(isinstance(v, str) for v in row[:3])
             and isinstance(row[3], str | None)
-        }
+        ):
+            return cls(*row)
+        return None
+
+
+Saved = Callable[[str], object]  # a wheel's name -> what the last run saved with it, or None
 
 
 Policy = dict[str, frozenset[str]]  # build id -> the SASS archs its policy asks for
@@ -163,13 +164,13 @@ def from_wheelhouse(
     yanked: Yanks,
     site: Placer | None = None,
     policy: Policy | None = None,
-    known: dict[str, Known] | None = None,
+    saved: Saved | None = None,
 ) -> Catalog:
     """Entries for every wheel in `folder` (with their build records), each placed on `site`
-    as it is read with what was read (`known` next time: a wheel listed there unchanged is
-    not read again; its METADATA is then read only if the site lacks it)."""
+    as it is read with what was read (a `Known`, `saved` next time: a wheel whose row there
+    is unchanged is not read again; its METADATA is then read only if the site lacks it)."""
     _check_wheelhouse(folder)
-    return Catalog(_wheels(folder, matrix, yanked, site, policy, known))
+    return Catalog(_wheels(folder, matrix, yanked, site, policy, saved))
 
 
 def _wheels(
@@ -178,7 +179,7 @@ def _wheels(
     yanked: Yanks,
     site: Placer | None,
     policy: Policy | None,
-    known: dict[str, Known] | None,
+    saved: Saved | None,
 ) -> Iterator[WheelEntry]:
     """from_wheelhouse's entries, one at a time (a catalog stores them as they come)."""
     memo: dict[tuple[str, str], Placement] = {}
@@ -197,7 +198,7 @@ def _wheels(
         try:
             st = wheel.stat()
             stat = _stat_key(st, record_path if has_record else None)
-            old = (known or {}).get(name)
+            old = Known.read(saved(name)) if saved else None
             if old is not None and old.stat == stat:
                 meta, now = None, old
             else:

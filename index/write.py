@@ -12,7 +12,7 @@ from wheelfarm import __version__
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.coverage import coverage, svg
 from wheelfarm.index.site import Site, SiteResult, reuse
-from wheelfarm.index.sources import Known, Policy, from_wheelhouse, wheelhouse_key, yanked_versions
+from wheelfarm.index.sources import Policy, from_wheelhouse, wheelhouse_key, yanked_versions
 from wheelfarm.matrix.expand import Expansion
 from wheelfarm.matrix.model import Matrix
 
@@ -88,9 +88,8 @@ def index_wheelhouse(
     if reused is not None:
         return reused
     with Site(out) as site:
-        known = Known.table(site.owned.cache)
-        yanked = yanked_versions(matrix)
-        with from_wheelhouse(wheelhouse, matrix, yanked, site, policy(expansion), known) as wheels:
+        yanked, builds = yanked_versions(matrix), policy(expansion)
+        with from_wheelhouse(wheelhouse, matrix, yanked, site, builds, site.owned.cache) as wheels:
             return write_site(
                 matrix,
                 expansion,

@@ -19,7 +19,7 @@ from wheelfarm.index import sources
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import covers_from_name
 from wheelfarm.index.site import OWNED, Site, build_site
-from wheelfarm.index.sources import Known, from_wheelhouse
+from wheelfarm.index.sources import from_wheelhouse
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.plan import existing_build_ids
@@ -217,9 +217,9 @@ def test_cli_reports_unfiled_wheels_and_strict_fails(
 
 def _index_with_cache(house: Path, out: Path) -> None:
     with Site(out) as written:
-        known = Known.table(written.owned.cache)
         written.commit(
-            from_wheelhouse(house, None, {}, written, None, known), templates=REPO.templates
+            from_wheelhouse(house, None, {}, written, None, written.owned.cache),
+            templates=REPO.templates,
         )
 
 
@@ -238,10 +238,9 @@ def test_a_rerun_reads_only_the_wheels_that_changed(
     replacement = wheel(tmp_path, body=b"bb")  # replaced, as builds do: a new inode
     replacement.replace(changed)
     (out / "files" / f"{kept.name}.metadata").unlink()  # read again from the wheel
-    owned = json.loads((out / OWNED).read_text().split("\n", 1)[1])
-    owned["files"].pop(f"files/{kept.name}.metadata")
-    head = (out / OWNED).read_text().split("\n", 1)[0]
-    (out / OWNED).write_text(head + "\n" + json.dumps(owned) + "\n")
+    listed = json.dumps(f"files/{kept.name}.metadata") + ":"
+    lines = (out / OWNED).read_text().splitlines(keepends=True)
+    (out / OWNED).write_text("".join(line for line in lines if not line.startswith(listed)))
     _index_with_cache(house, out)
     assert read == [changed.name]
     assert (out / "files" / changed.name).read_bytes() == changed.read_bytes()
