@@ -400,7 +400,9 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         check_import(
             repaired,
             pkg.imports,
-            target_torch_env(
+            torch_env  # the build's own, unless a torch-free package imports beside a torch
+            if target.import_torch == build.torch
+            else target_torch_env(
                 target, cache=opts.cache, python=python, index=index, log=log, importing=True
             ),
             work / "verify-venv",

@@ -460,7 +460,7 @@ def _cross_field_checks(f: _File, data: dict[str, Any], versions: list[PackageVe
             f"beside its torch; drop it",
         )
     for key, value in data.get("env", {}).items():
-        if "{" in ENV_PLACEHOLDER.sub("", value) or "}" in ENV_PLACEHOLDER.sub("", value):
+        if set("{}") & set(ENV_PLACEHOLDER.sub("", value)):
             f.add(
                 ["env", key],
                 f"{_clip(value)}: a brace must be a placeholder, {{cuda}} (e.g. 13.0) or "
