@@ -24,7 +24,7 @@ from wheelfarm.builder.ccache import wrap_compilers
 from wheelfarm.builder.platforms import REPAIRERS, RepairJob
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
-from wheelfarm.builder.target import Target
+from wheelfarm.builder.target import FarmWheel, Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
 from wheelfarm.core.errors import BuildError, ToolchainError, VerifyError, WheelfarmError
 from wheelfarm.core.http import sha256_file
@@ -53,6 +53,8 @@ class BuildOptions:
     python: str | None = None  # interpreter to build for; None: found from the target
     deadline: float | None = None  # time.time() at which the compile is stopped (a CI job's limit)
     split: shard.Split | None = None  # a compile shard or the link build of a split compile
+    farm_wheels: str | None = None  # farm_requires from: a wheelhouse or the farm's index URL;
+    # None: out_dir
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -203,11 +205,14 @@ def check_import(
     python: str,
     log: Path,
     requires: tuple[str, ...] = (),
+    farm: tuple[FarmWheel, ...] = (),
+    farm_source: str | Path = "",
 ) -> None:
     """Install the wheel into a fresh venv beside the target's torch (none for a torch-free
-    wheel), with the package's `import_requires` from the default index, and import its
-    modules (after torch, which loads the libraries a torch extension needs). A wheel that
-    links the GPU driver imports against a stub where this machine has none (driver.py)."""
+    wheel), with the package's `import_requires` from the default index and its
+    `farm_requires` from `farm_source`, and import its modules (after torch, which loads the
+    libraries a torch extension needs). A wheel that links the GPU driver imports against a
+    stub where this machine has none (driver.py)."""
     py = envs.overlay(torch_env, venv, python=python, log=log)
     env = {
         **os.environ,
@@ -215,6 +220,8 @@ def check_import(
     }
     if requires:
         envs.pip_install(py, *requires, log=log)
+    for required in farm:
+        install_farm_wheel(py, required, farm_source, log=log, for_wheel=wheel.name)
     envs.pip_install(py, "--no-deps", "--no-index", wheel, log=log)
     first = "import torch\n" if torch_env is not None else ""
     code = first + "".join(f"import {m}\n" for m in imports)
@@ -224,6 +231,31 @@ def check_import(
         raise VerifyError(
             wheel.name,
             [f"import of {', '.join(imports)} failed in a fresh venv with its torch; log: {log}"],
+        ) from exc
+
+
+def install_farm_wheel(
+    py: Path, required: FarmWheel, source: str | Path, *, log: Path, for_wheel: str
+) -> None:
+    """One farm_requires wheel, exactly the build serving the import cell: from a wheelhouse
+    folder, or from the farm's index (its per-CUDA, per-torch directory)."""
+    text = str(source)
+    if text.startswith(("https://", "http://")):
+        where = ["--index-url", f"{text.rstrip('/')}/{required.cuda}/torch{required.torch}/"]
+    else:
+        where = ["--no-index", "--find-links", text]
+    try:
+        envs.pip_install(py, "--no-deps", "--only-binary", ":all:", *where, required.pin, log=log)
+    except BuildError as exc:
+        raise VerifyError(
+            for_wheel,
+            [
+                (
+                    f"its modules import {required.pin} (farm_requires), which {text} does not "
+                    f"hold: build that first into the same --out, or pass --farm-wheels with a "
+                    f"wheelhouse or the farm's index URL; log: {log}"
+                )
+            ],
         ) from exc
 
 
@@ -255,9 +287,11 @@ def verify_wheel(
     index: str,
     python: str | None = None,
     import_check: bool = True,
+    farm_wheels: str | Path | None = None,
 ) -> Report:
-    """`wheelfarm verify`: the static checks, then the import check in a fresh venv. The scratch
-    folder (with its log) is kept when the import fails."""
+    """`wheelfarm verify`: the static checks, then the import check in a fresh venv (its
+    farm_requires from `farm_wheels`, default the wheel's own folder). The scratch folder
+    (with its log) is kept when the import fails."""
     report = _verified_static(wheel, target)
     if import_check:
         work = Path(tempfile.mkdtemp(prefix="wheelfarm-verify-"))
@@ -274,6 +308,8 @@ def verify_wheel(
             python=py,
             log=log,
             requires=target.package.import_requires,
+            farm=target.farm_requires,
+            farm_source=farm_wheels or wheel.parent,
         )
         shutil.rmtree(work, ignore_errors=True)
     return report
@@ -384,7 +420,8 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         )
         return BuildResult(summary, summary, steps.durations)
     with steps.step("relabel"):
-        labelled = relabel(built, build.label, work / "relabelled")
+        requires = tuple(f.requirement for f in target.farm_requires)
+        labelled = relabel(built, build.label, work / "relabelled", requires)
     with steps.step("repair") as log:
         job = RepairJob(
             wheel=labelled,
@@ -409,6 +446,8 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
             python=python,
             log=log,
             requires=pkg.import_requires,
+            farm=target.farm_requires,
+            farm_source=opts.farm_wheels or opts.out_dir,
         )
         # only a verified wheel reaches the wheelhouse (where publish and the planner look)
         opts.out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,14 +1,16 @@
 """Relabel a built wheel with the farm's local version: file name, METADATA, .dist-info and
 RECORD together, or pip rejects it (docs/adr/0005-relabel.md). METADATA also gets the torch
 range the label promises, so no resolver (nor `pip install -U torch`) pairs the wheel with a torch
-it was not built for."""
+it was not built for, and the farm packages its modules import (farm_requires), which upstream
+leaves for users to find (docs/adr/0012-farm-requires.md)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from packaging.utils import parse_wheel_filename
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from wheelfarm.core.archive import READ_ERRORS
@@ -50,9 +52,32 @@ def with_torch(lines: list[str], requirement: str | None) -> list[str]:
     return header + lines[end:]
 
 
-def relabel(wheel: Path, label: str, out_dir: Path) -> Path:
-    """Give `wheel` the local version `+label` and its torch range; return the new file (the old
-    one is kept), or `wheel` itself when it already has both."""
+def with_requires(lines: list[str], requirements: tuple[str, ...]) -> list[str]:
+    """METADATA lines with each of `requirements` ('torch-scatter==2.1.2') as a header, in
+    place of any unconditional requirement of the same name."""
+    if not requirements:
+        return lines
+    end = lines.index("") if "" in lines else len(lines)
+    names = {canonicalize_name(Requirement(r).name) for r in requirements}
+    header = [line for line in lines[:end] if _required_name(line) not in names]
+    return header + [f"Requires-Dist: {r}" for r in requirements] + lines[end:]
+
+
+def _required_name(line: str) -> str | None:
+    """The name an unconditional Requires-Dist header requires; None for any other line."""
+    if not line.lower().startswith("requires-dist:"):
+        return None
+    try:
+        req = Requirement(line.split(":", 1)[1].strip())
+    except InvalidRequirement:
+        return None
+    return None if req.marker else canonicalize_name(req.name)
+
+
+def relabel(wheel: Path, label: str, out_dir: Path, requires: tuple[str, ...] = ()) -> Path:
+    """Give `wheel` the local version `+label`, its torch range and `requires` (the farm wheels
+    it imports); return the new file (the old one is kept), or `wheel` itself when it already
+    has them all."""
     _, version, build, _ = parse_wheel_filename(wheel.name)
     if version.local not in (None, label):
         msg = (
@@ -76,7 +101,7 @@ def relabel(wheel: Path, label: str, out_dir: Path) -> Path:
         f"Version: {new_version}" if line.startswith("Version:") else line
         for line in meta.split("\n")
     ]
-    new_meta = "\n".join(with_torch(lines, requirement))
+    new_meta = "\n".join(with_requires(with_torch(lines, requirement), requires))
     if version.local == label and new_meta == meta:
         return wheel
     dist_name = old_info.removesuffix(".dist-info").rsplit("-", 1)[0]

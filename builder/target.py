@@ -1,12 +1,13 @@
 """A target: one planned build with everything the builder needs, resolved from a build id or
-from (package, CUDA, Python, platform[, torch]). Both take the matrix's expansion, made once."""
+from (package, CUDA, Python, platform[, torch][, version]). Both take the matrix's expansion,
+made once."""
 
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, replace
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from wheelfarm.core.errors import PlanError
 from wheelfarm.core.root import FarmRoot
@@ -25,13 +26,42 @@ class Target:
     wheel_platform: str
     root: FarmRoot  # where the package's patches and path sources live
     import_torch: str | None = None  # the torch verify imports beside; None: none
+    farm_requires: tuple[FarmWheel, ...] = ()  # farm wheels the import check installs first
 
     @property
     def id(self) -> str:
         return self.build.id
 
 
-def _target(matrix: Matrix, build: Build) -> Target:
+@dataclass(frozen=True)
+class FarmWheel:
+    """A wheel of this farm the target's modules import (farm_requires), pinned to the build
+    serving the target's own import cell."""
+
+    pin: str  # 'torch-scatter==2.1.2+cu130torch2.14'
+    cuda: str
+    torch: str  # the torch minor whose index directory lists it
+
+    @property
+    def requirement(self) -> str:
+        """What the dependent wheel's METADATA requires: the version, any cell's build of it."""
+        return self.pin.split("+", 1)[0]
+
+
+def _farm_wheels(expansion: Expansion, build: Build, torch: str | None) -> tuple[FarmWheel, ...]:
+    """The required builds serving the cell the import check runs in (this build's CUDA,
+    platform and Python, beside its torch)."""
+    out = []
+    for required_id in build.requires:
+        req = expansion.by_id[required_id]
+        for c in req.covers:
+            if c.python == build.python and (torch is None or c.torch == torch):
+                out.append(FarmWheel(f"{req.package}=={req.version}+{req.label}", c.cuda, c.torch))
+                break
+    return tuple(out)
+
+
+def _target(matrix: Matrix, build: Build, expansion: Expansion) -> Target:
     package = matrix.package(build.package)
     source = next(v for v in package.versions if str(v.version) == build.version)
     import_torch = build.torch
@@ -46,6 +76,9 @@ def _target(matrix: Matrix, build: Build) -> Target:
         wheel_platform=matrix.farm.platforms[build.platform].wheel_platform,
         root=matrix.root,
         import_torch=import_torch,
+        farm_requires=_farm_wheels(
+            expansion, build, ".".join(import_torch.split(".")[:2]) if import_torch else None
+        ),
     )
 
 
@@ -61,7 +94,7 @@ def resolve(matrix: Matrix, expansion: Expansion, build_id: str) -> Target:
         )
         msg = f"{build_id!r} is not a build of this matrix{tip}"
         raise PlanError(msg)
-    return _target(matrix, build)
+    return _target(matrix, build, expansion)
 
 
 def select(
@@ -73,21 +106,28 @@ def select(
     python: str,
     platform: str,
     torch: str | None = None,
+    version: str | None = None,
 ) -> Target:
-    """The build serving (package, cuda, python, platform[, torch]); newest torch when unset."""
-    wanted = matrix.package(package).name
+    """The build serving (package, cuda, python, platform[, torch][, version]): the newest
+    version, then the newest torch, where unset."""
+    pkg = matrix.package(package)
+    wanted = _version(pkg, version) if version is not None else None
     best: Build | None = None
+    best_key: tuple[Version, Version] | None = None
     for b in expansion.builds:
+        if b.package != pkg.name or (wanted is not None and Version(b.version) != wanted):
+            continue
         for c in b.covers:
-            if (c.package, c.cuda, c.python, c.platform) == (wanted, cuda, python, platform) and (
+            if (c.cuda, c.python, c.platform) == (cuda, python, platform) and (
                 torch is None or c.torch == torch
             ):
-                key = Version(c.torch)
-                if best is None or key > max(Version(x.torch) for x in best.covers):
-                    best = b
+                key = (Version(b.version), Version(c.torch))
+                if best_key is None or key > best_key:
+                    best, best_key = b, key
     if best is None:
+        of = f"{package!r} {version}" if version else repr(package)
         msg = (
-            f"no build of {package!r} serves {cuda} / torch {torch or 'any'} / Python {python} "
+            f"no build of {of} serves {cuda} / torch {torch or 'any'} / Python {python} "
             f"/ {platform}; `wheelfarm plan --package {package} --explain CELL` says why"
         )
         raise PlanError(msg)
@@ -95,4 +135,18 @@ def select(
         # one wheel for many Pythons whose tag floor is the package's own: any of them builds it,
         # so this machine's Python does (the others may not be installed)
         best = replace(best, python=python)
-    return _target(matrix, best)
+    return _target(matrix, best, expansion)
+
+
+def _version(package: Package, given: str) -> Version:
+    """The listed version equal (PEP 440) to the one asked for; else an error listing them."""
+    listed = ", ".join(str(v.version) for v in package.versions)
+    try:
+        wanted = Version(given)
+    except InvalidVersion:
+        msg = f"--package-version {given!r} is not a PEP 440 version; {package.name} lists {listed}"
+        raise PlanError(msg) from None
+    if not any(v.version == wanted for v in package.versions):
+        msg = f"{package.name} lists no version {given!r}: it lists {listed}"
+        raise PlanError(msg)
+    return wanted

@@ -4,7 +4,7 @@ cells into builds by ABI kind. See docs/adr/0003-abi-collapse.md."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from functools import cache, cached_property
 
@@ -66,6 +66,7 @@ class Build:
     minutes: float
     python_abi: PythonAbi = "cpython"
     python_floor: str | None = None  # the floor an abi3 / none tag carries; None: `python`
+    requires: tuple[str, ...] = ()  # ids of the farm_requires builds serving its cells
 
     @property
     def torch_minor(self) -> str | None:
@@ -216,7 +217,8 @@ def builds(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Build]:
                 covers=tuple(sorted(covers)),
                 python_abi=abi.python,
                 python_floor=abi.python_floor,
-                minutes=package.build_minutes_per_arch * max(1, len(archs.archs)),  # via none: 1
+                # arch via none compiles once
+                minutes=package.minutes_per_arch(first.version) * max(1, len(archs.archs)),
             )
         )
     return out
@@ -250,22 +252,81 @@ def _below_floor(package: Package, cell: Cell) -> str | None:
     return None
 
 
+ServedKey = tuple[str, str, str, str, str]  # (package, cuda, torch, python, platform)
+
+
+def _served_key(package: str, cell: Cell) -> ServedKey:
+    return (package, cell.cuda, cell.torch, cell.python, cell.platform)
+
+
+def _unserved(package: Package, cell: Cell, served: dict[ServedKey, Build]) -> str | None:
+    """Why a cell is dropped: a package it imports (farm_requires) has no build serving it."""
+    for req in package.farm_requires:
+        if _served_key(req, cell) not in served:
+            return (
+                f"{package.file.name}: farm_requires {req} serves no {cell.cuda} / torch "
+                f"{cell.torch} / Python {cell.python} / {cell.platform} cell"
+            )
+    return None
+
+
+def _dependency_order(packages: tuple[Package, ...]) -> list[Package]:
+    """Packages after those they require (the loader refuses cycles; any left go last)."""
+    by_name = {p.name: p for p in packages}
+    placed: dict[str, Package] = {}
+    while len(placed) < len(packages):
+        ready = [
+            p
+            for p in packages
+            if p.name not in placed
+            and all(r in placed or r not in by_name for r in p.farm_requires)
+        ]
+        for p in ready or [p for p in packages if p.name not in placed]:
+            placed[p.name] = p
+    return list(placed.values())
+
+
 def expand(matrix: Matrix) -> Expansion:
     """Expand every package; a cell below its version's ABI floor is dropped first, and no cell
-    its runner cannot build is kept (matrix/toolkits.py)."""
+    its runner cannot build is kept (matrix/toolkits.py), nor one a package it requires does
+    not serve. Packages expand after those they require; the result keeps the files' order."""
     blocker = cache(support(matrix.root, matrix.farm).blocker)
-    all_cells: list[Cell] = []
-    excluded: list[Excluded] = []
-    all_builds: list[Build] = []
-    for package in matrix.packages:
+    served: dict[ServedKey, Build] = {}  # the newest version's build of each cell
+    made: dict[str, tuple[list[Cell], list[Excluded], list[Build]]] = {}
+    for package in _dependency_order(matrix.packages):
         kept: list[Cell] = []
+        excluded: list[Excluded] = []
         for item in cells(matrix, package, blocker):
             if isinstance(item, Excluded):
                 excluded.append(item)
-            elif rule := _below_floor(package, item):
+            elif rule := _below_floor(package, item) or _unserved(package, item, served):
                 excluded.append(Excluded(item, rule))
             else:
                 kept.append(item)
-        all_cells.extend(kept)
-        all_builds.extend(builds(matrix, package, kept))
-    return Expansion(tuple(all_cells), tuple(excluded), tuple(all_builds))
+        made_builds = [
+            replace(b, requires=_required_ids(package, b, served))
+            for b in builds(matrix, package, kept)
+        ]
+        for b in made_builds:
+            for c in b.covers:
+                key = _served_key(b.package, c)
+                if key not in served or Version(b.version) > Version(served[key].version):
+                    served[key] = b
+        made[package.name] = (kept, excluded, made_builds)
+    ordered = [made[p.name] for p in matrix.packages]
+    return Expansion(
+        tuple(c for kept, _, _ in ordered for c in kept),
+        tuple(e for _, excluded, _ in ordered for e in excluded),
+        tuple(b for _, _, bs in ordered for b in bs),
+    )
+
+
+def _required_ids(
+    package: Package, build: Build, served: dict[ServedKey, Build]
+) -> tuple[str, ...]:
+    """The builds of its farm_requires that serve the cells this build serves."""
+    return tuple(
+        sorted(
+            {served[_served_key(req, c)].id for req in package.farm_requires for c in build.covers}
+        )
+    )

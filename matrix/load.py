@@ -405,6 +405,7 @@ def _versions(f: _File, items: list[dict[str, Any]], root: FarmRoot) -> list[Pac
                 patches=tuple(item.get("patches", [])),
                 yanked=item.get("yanked"),
                 abi=_abi(f, item["abi"], ["versions", i, "abi"]) if "abi" in item else None,
+                build_minutes_per_arch=item.get("build_minutes_per_arch"),
             )
         )
     return out
@@ -443,16 +444,39 @@ def _requirement_problem(text: str) -> str | None:
     return None
 
 
-def _cross_field_checks(f: _File, data: dict[str, Any], versions: list[PackageVersion]) -> None:
+def _farm_requires_checks(f: _File, name: str, required: list[str], known: frozenset[str]) -> None:
+    for i, req in enumerate(required):
+        if canonicalize_name(req) == name:
+            f.add(["farm_requires", i], f"{req!r} is this package itself: drop it")
+        elif canonicalize_name(req) not in known:
+            f.add(
+                ["farm_requires", i],
+                f"{req!r} is no package of this farm (packages/*.yaml): add its file, or list "
+                f"it in import_requires if PyPI has a wheel",
+            )
+
+
+def _cross_field_checks(
+    f: _File, data: dict[str, Any], versions: list[PackageVersion], known: frozenset[str]
+) -> None:
     name = canonicalize_name(data["name"])
     if f.path.stem != name:
         f.add(["name"], f"{data['name']!r} must match the file name: rename it to {name}.yaml")
-    for key in ("build_minutes_per_arch", "gb_per_job"):
-        if key in data and not math.isfinite(data[key]):
-            f.add([key], f"{data[key]!r} is not a finite number: give the measured value, e.g. 4")
+    numbers: list[tuple[list[str | int], Any]] = [
+        ([key], data[key]) for key in ("build_minutes_per_arch", "gb_per_job") if key in data
+    ]
+    numbers += [
+        (["versions", i, "build_minutes_per_arch"], v["build_minutes_per_arch"])
+        for i, v in enumerate(data["versions"])
+        if "build_minutes_per_arch" in v
+    ]
+    for where, value in numbers:
+        if not math.isfinite(value):
+            f.add(where, f"{value!r} is not a finite number: give the measured value, e.g. 4")
     for i, req in enumerate(data.get("import_requires", [])):
         if problem := _requirement_problem(req):
             f.add(["import_requires", i], f"{req!r} is not a PEP 508 requirement ({problem})")
+    _farm_requires_checks(f, name, data.get("farm_requires", []), known)
     if data.get("import_with_torch") and data["abi"]["kind"] != "torch-free":
         f.add(
             ["import_with_torch"],
@@ -485,7 +509,11 @@ def _arch_checks(f: _File, arch: dict[str, Any], versions: list[PackageVersion])
 
 
 def _package(
-    path: Path, root: FarmRoot, policy: ArchPolicy | None, errors: _Collector
+    path: Path,
+    root: FarmRoot,
+    policy: ArchPolicy | None,
+    errors: _Collector,
+    known: frozenset[str],
 ) -> Package | None:
     data, tree = _read(path, root.schemas, "package", errors)
     if data is None:
@@ -493,7 +521,7 @@ def _package(
     f = _File(path, tree, errors)
     before = errors.total
     versions = _versions(f, data["versions"], root)
-    _cross_field_checks(f, data, versions)
+    _cross_field_checks(f, data, versions, known)
     constraints = data.get("constraints", {})
     cuda_spec = f.spec(constraints.get("cuda"), ["constraints", "cuda"])
     torch_spec = f.spec(constraints.get("torch"), ["constraints", "torch"])
@@ -520,6 +548,7 @@ def _package(
         local_version_env=data.get("local_version", {}).get("env"),
         env=data.get("env", {}),
         import_with_torch=data.get("import_with_torch", False),
+        farm_requires=tuple(canonicalize_name(r) for r in data.get("farm_requires", [])),
         build_requires=tuple(data.get("build_requires", [])),
         torch_spec=torch_spec,
         python_spec=python_spec,
@@ -637,6 +666,27 @@ def _cross_check(
                     )
 
 
+def _farm_requires_cycles(packages: list[Package], errors: _Collector) -> None:
+    """A package may not require itself through others: no build of the cycle could go first."""
+    graph: dict[str, tuple[str, ...]] = {p.name: p.farm_requires for p in packages}
+    files: dict[str, Path] = {p.name: p.file for p in packages}
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            cycle = " -> ".join((*path[path.index(name) :], name))
+            errors.add(files[name], 0, "farm_requires", f"a cycle: {cycle}; break it")
+            return
+        if name in done:
+            return
+        for req in graph.get(name, ()):
+            visit(req, (*path, name))
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, ())
+
+
 def load_matrix(root: FarmRoot) -> Matrix:
     """Load torch.yaml, arch.yaml, farm.yaml and packages/*.yaml of one farm root; raise
     ConfigError with every problem found."""
@@ -645,9 +695,12 @@ def load_matrix(root: FarmRoot) -> Matrix:
     index_url, releases = _releases(folder / "torch.yaml", schemas, errors)
     arch = _arch(folder / "arch.yaml", schemas, errors)
     farm = _farm(folder / "farm.yaml", schemas, errors)
-    packages = [_package(p, root, arch, errors) for p in sorted(root.packages.glob("*.yaml"))]
+    files = sorted(root.packages.glob("*.yaml"))
+    known = frozenset(canonicalize_name(p.stem) for p in files)
+    packages = [_package(p, root, arch, errors, known) for p in files]
     if not packages and not errors.total:
         errors.add(root.packages, 0, "", "no package files (*.yaml) found")
+    _farm_requires_cycles([p for p in packages if p is not None], errors)
     if arch is not None:
         _cross_check(releases, arch, folder, errors)
     if errors.total or arch is None or farm is None:

@@ -210,6 +210,7 @@ class PackageVersion:
     patches: tuple[str, ...] = ()
     yanked: str | None = None
     abi: Abi | None = None  # this version's own ABI, where it differs from the package's
+    build_minutes_per_arch: float | None = None  # this version's own estimate; None: package's
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -258,6 +259,7 @@ class Package:
     imports: tuple[str, ...] = ()
     import_requires: tuple[str, ...] = ()
     import_with_torch: bool = False  # torch-free binaries, Python that imports torch
+    farm_requires: tuple[NormalizedName, ...] = ()  # farm packages its modules import
     vendor_allow: tuple[str, ...] = ()
     build_minutes_per_arch: float = 10.0
     gb_per_job: float = 3.0
@@ -275,6 +277,12 @@ class Package:
         want = Version(version)
         own = next((v.abi for v in self.versions if v.version == want), None)
         return own or self.abi
+
+    def minutes_per_arch(self, version: str) -> float:
+        """One version's build estimate per arch: its own where given, else the package's."""
+        want = Version(version)
+        own = next((v.build_minutes_per_arch for v in self.versions if v.version == want), None)
+        return self.build_minutes_per_arch if own is None else own
 
 
 @dataclass(frozen=True, kw_only=True)

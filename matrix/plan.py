@@ -70,6 +70,8 @@ class Plan:
     warnings: tuple[str, ...] = field(default=())
     splits: dict[str, int] = field(default_factory=dict)  # build id -> its compile shards
     split: SplitCompile | None = None
+    # build id -> the farm_requires builds it waits for (not yet published)
+    deferred: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def job_minutes(self, build: Build) -> tuple[float, ...]:
         """Predicted minutes of each job the build runs: one, or its shards and its link."""
@@ -200,7 +202,12 @@ def make_plan(
     if not selected:
         msg = "the filters together select no build; loosen one of them"
         raise PlanError(msg)
-    todo = tuple(b for b in selected if b.id not in existing)
+    deferred = {
+        b.id: missing
+        for b in selected
+        if b.id not in existing and (missing := tuple(r for r in b.requires if r not in existing))
+    }
+    todo = tuple(b for b in selected if b.id not in existing and b.id not in deferred)
     present = tuple(b for b in selected if b.id in existing)
     jobs = matrix.farm.max_jobs_per_shard if max_jobs is None else max_jobs
     if not 1 <= jobs <= MAX_JOBS_PER_MATRIX:
@@ -215,9 +222,27 @@ def make_plan(
         shard(matrix, todo, jobs, splits),
         filters,
         expansion,
-        _long_job_warnings(todo, matrix.farm.hosted_job_limit_minutes, splits, split),
+        _long_job_warnings(todo, matrix.farm.hosted_job_limit_minutes, splits, split)
+        + _deferred_warnings(selected, deferred),
         splits,
         split,
+        deferred,
+    )
+
+
+def _deferred_warnings(
+    selected: Sequence[Build], deferred: dict[str, tuple[str, ...]]
+) -> tuple[str, ...]:
+    """One line per package whose builds wait for the farm wheels they import."""
+    waiting: dict[str, list[Build]] = {}
+    for b in selected:
+        if b.id in deferred:
+            waiting.setdefault(b.package, []).append(b)
+    return tuple(
+        f"{pkg}: {len(bs)} builds deferred until the farm_requires wheels they import are "
+        f"published (e.g. {bs[0].id} waits for {', '.join(deferred[bs[0].id])}); a run after "
+        f"those are released builds them"
+        for pkg, bs in waiting.items()
     )
 
 
@@ -253,6 +278,11 @@ def explain(plan: Plan, cell_id: str) -> str:
                 continue
             if not plan.filters.match(c):
                 return f"{cell_id}: not selected by the filters"
+            if b.id in plan.deferred:
+                return (
+                    f"{cell_id}: deferred: {b.id} imports {', '.join(plan.deferred[b.id])}, "
+                    f"not published yet (farm_requires); a run after that builds it"
+                )
             if b.id not in todo:
                 return f"{cell_id}: already present as {b.id}"
             if len(b.covers) == 1:
@@ -309,7 +339,9 @@ def table(plan: Plan, limit: int = 40) -> str:
         )
     rows.append(
         f"{len(plan.todo)} builds to make in {len(plan.shards)} shards, "
-        f"{len(plan.present)} present; estimated {plan.runner_hours:.1f} runner-hours, longest "
+        f"{len(plan.present)} present"
+        + (f", {len(plan.deferred)} deferred (farm_requires)" if plan.deferred else "")
+        + f"; estimated {plan.runner_hours:.1f} runner-hours, longest "
         f"job {plan.longest_job_minutes:.0f} min"
     )
     return "\n".join(rows)
@@ -322,6 +354,7 @@ def to_json(plan: Plan) -> dict[str, object]:
         "runner_hours": round(plan.runner_hours, 2),
         "longest_job_minutes": round(plan.longest_job_minutes, 1),
         "warnings": list(plan.warnings),
+        "deferred": {k: list(v) for k, v in plan.deferred.items()},
         "builds": [
             {
                 "id": b.id,

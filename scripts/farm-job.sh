@@ -9,6 +9,8 @@
 #                            stops in time for the job to save its compiler cache
 #   WHEELFARM_CACHE          torch envs, downloads, toolkits and ccache/ (restored and saved by
 #                            the workflow)
+# FARM_INDEX or else GITHUB_REPOSITORY's Pages site: where the import check finds the farm wheels
+# a package imports (farm_requires; docs/adr/0012-farm-requires.md).
 # A split build (docs/adr/0011-split-compile.md): SHARD=I/K compiles shard I of K into
 # $WHEELFARM_CACHE/ccache (no wheel); LINK_CACHES=DIR links with the shard caches in DIR/*.
 # Optional: CUDA_HOME (a toolkit already installed: no install), WHEELFARM_VENV (a venv that
@@ -41,4 +43,9 @@ args+=(--job-started "$JOB_STARTED" --job-minutes "$JOB_MINUTES")
 if [ -n "${WHEELFARM_PLAT:-}" ]; then args+=(--plat "$WHEELFARM_PLAT"); fi
 if [ -n "${SHARD:-}" ]; then args+=(--shard "$SHARD"); fi
 if [ -n "${LINK_CACHES:-}" ]; then args+=(--link "$LINK_CACHES"/*); fi
+farm_index="${FARM_INDEX:-}"
+if [ -z "$farm_index" ] && [ -n "${GITHUB_REPOSITORY:-}" ]; then
+  farm_index="$(wheelfarm pages-url --repo "$GITHUB_REPOSITORY")"
+fi
+if [ -n "$farm_index" ]; then args+=(--farm-wheels "$farm_index"); fi
 wheelfarm build "$TARGET" "${args[@]}"

@@ -91,6 +91,7 @@ def _query(args: argparse.Namespace) -> TargetQuery:
         build_id=args.target,
         local=args.local,
         package=args.package,
+        version=args.package_version,
         cuda=args.cuda,
         torch=args.torch,
         python=args.python,
@@ -114,6 +115,7 @@ def _build_options(args: argparse.Namespace, *, local: bool, out: Path) -> Build
         python=args.python_exe,
         deadline=_deadline(args),
         split=_split_build(args),
+        farm_wheels=args.farm_wheels,
     )
 
 
@@ -214,6 +216,7 @@ _RECORDED_FLAGS = (
     "target",
     "local",
     "package",
+    "package_version",
     "cuda",
     "torch",
     "python",
@@ -266,6 +269,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         cache=(args.cache or default_cache()).resolve(),
         index=args.torch_index or (PIP_INDEX if local else target.torch_index),
         import_check=not args.no_import,
+        farm_wheels=args.farm_wheels,
     )
     for binary, archs in report.archs.items():
         print(f"{binary}: SASS {' '.join(archs['cubins'])}; PTX {' '.join(archs['ptx']) or '-'}")
@@ -489,6 +493,9 @@ def _add_target_args(p: argparse.ArgumentParser) -> None:
         "newest torch for them, pip's own torch index",
     )
     p.add_argument("--package", help="with --local or flags: the package (default wheelfarm-demo)")
+    p.add_argument(
+        "--package-version", help="with --package: the version (default: the newest listed)"
+    )
     p.add_argument("--cuda", help="CUDA tag, e.g. cu130 (default with --local: the toolkit's)")
     p.add_argument("--torch", help="torch minor, e.g. 2.14 (default: newest that fits)")
     p.add_argument("--python", help="Python version, e.g. 3.12 (default with --local: this one)")
@@ -513,6 +520,11 @@ def _add_build_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sdist-index", help="PEP 503 index for sdists (default PyPI's)")
     p.add_argument("--plat", help="auditwheel --plat (default: farm.yaml's tag; 'auto' locally)")
     p.add_argument("--python-exe", help="interpreter to build with (default: found by version)")
+    p.add_argument(
+        "--farm-wheels",
+        help="where the import check finds the farm wheels a package imports (farm_requires): a "
+        "wheelhouse folder or the farm's index URL (default: the --out folder)",
+    )
 
 
 def _add_api(p: argparse.ArgumentParser) -> None:
@@ -609,6 +621,11 @@ def _build_commands(add: Add) -> None:
     _add_target_args(p)
     p.add_argument("--no-import", action="store_true", help="skip the import check")
     p.add_argument("--cache", type=Path, default=None)
+    p.add_argument(
+        "--farm-wheels",
+        help="where the import check finds the farm wheels a package imports (farm_requires): a "
+        "wheelhouse folder or the farm's index URL (default: the wheel's folder)",
+    )
     p.add_argument(
         "--rebuild",
         action="store_true",

@@ -49,6 +49,7 @@ class TargetQuery:
     build_id: str | None = None
     local: bool = False
     package: str | None = None
+    version: str | None = None
     cuda: str | None = None
     torch: str | None = None
     python: str | None = None
@@ -71,6 +72,7 @@ def choose_target(matrix: Matrix, expansion: Expansion, query: TargetQuery) -> T
         python=query.python or f"{sys.version_info[0]}.{sys.version_info[1]}",
         platform=query.platform or host_platform(),
         torch=query.torch,
+        version=query.version,
     )
     if query.archs:
         try:

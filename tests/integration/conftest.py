@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 from packaging.utils import parse_wheel_filename
 
 from wheelfarm.core.wheelfile import dist_info, write_wheel
+from wheelfarm.index.serve import served
 
 pytestmark = pytest.mark.integration
 
@@ -67,6 +70,24 @@ def demo_build(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Dem
     record = json.loads(wheel.with_name(wheel.name + ".build.json").read_text())
     envs = sorted((cache_dir / "envs").glob("torch2.14.*-cu130-cp*"))
     return DemoBuild(wheel, record, envs[-1])
+
+
+@pytest.fixture(scope="session")
+def torch_env(cache_dir: Path) -> Path:
+    """The run's shared cu130 torch 2.14 environment (a build made it)."""
+    return max((cache_dir / "envs").glob("torch2.14.*-cu130-cp*"))
+
+
+@contextmanager
+def serve_wheel(wheel: Path, tmp: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """(site, url): the wheel and its build record indexed (--strict) and served."""
+    house = tmp.mktemp("house")
+    shutil.copy(wheel, house)
+    shutil.copy(wheel.with_name(wheel.name + ".build.json"), house)
+    site = tmp.mktemp("site")
+    wheelfarm("index", "--wheelhouse", house, "--out", site, "--strict")
+    with served(site) as url:
+        yield site, url
 
 
 UV = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")

@@ -36,11 +36,6 @@ print(lib.tms_get_current_tag().decode())
 
 
 @pytest.fixture(scope="module")
-def torch_env(cache_dir: Path) -> Path:
-    return max((cache_dir / "envs").glob("torch2.14.*-cu130-cp*"))
-
-
-@pytest.fixture(scope="module")
 def tms_site(
     tmp_path_factory: pytest.TempPathFactory, cache_dir: Path
 ) -> Iterator[tuple[Path, Path, str]]:

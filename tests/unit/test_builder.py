@@ -146,6 +146,28 @@ def test_relabel_adds_the_torch_range_to_a_wheel_labelled_at_build(tmp_path: Pat
     assert relabel(out, "cu130torch2.14", tmp_path / "again") == out  # nothing left to change
 
 
+def test_relabel_requires_the_farm_wheels_the_package_imports(tmp_path: Path) -> None:
+    """torch-sparse imports torch_scatter undeclared: its wheel requires the farm's; a stale
+    unconditional requirement of the same name is replaced, a conditional one kept."""
+    headers = (
+        "Requires-Dist: scipy\nRequires-Dist: Torch_Scatter>=2.0\n"
+        'Requires-Dist: torch-scatter; extra == "test"\n'
+    )
+    out = relabel(
+        _wheel(tmp_path, headers=headers), "cu130torch2.14", tmp_path / "out",
+        ("torch-scatter==2.1.2",),
+    )  # fmt: skip
+    assert metadata(out)["requires_dist"] == [
+        "scipy",
+        'torch-scatter; extra == "test"',
+        "torch>=2.14,<2.15",
+        "torch-scatter==2.1.2",
+    ]
+    assert record_problems(out) == []
+    again = relabel(out, "cu130torch2.14", tmp_path / "again", ("torch-scatter==2.1.2",))
+    assert again == out  # nothing left to change
+
+
 def test_relabel_refuses_a_different_existing_label(tmp_path: Path) -> None:
     with pytest.raises(BuildError, match="already has local version 'cu126'"):
         relabel(_wheel(tmp_path, "1.0+cu126"), "cu130torch2.14", tmp_path / "out")

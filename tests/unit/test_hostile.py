@@ -254,6 +254,21 @@ def test_numbers_must_be_finite(
     _one_problem(matrix_dir({"pkg": text}), capsys, "gb_per_job:", "is not a finite number")
 
 
+@pytest.mark.parametrize("value", [".nan", ".inf"])
+def test_a_versions_estimate_must_be_finite(
+    value: str, matrix_dir: MakeRoot, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = package_yaml("pkg").replace(
+        "    source: {", f"    build_minutes_per_arch: {value}\n    source: {{", 1
+    )
+    _one_problem(
+        matrix_dir({"pkg": text}),
+        capsys,
+        "pkg.yaml:4: versions[0].build_minutes_per_arch:",
+        "not a finite",
+    )
+
+
 # --- the command line ----------------------------------------------------------------------------
 
 

@@ -312,3 +312,38 @@ def test_import_with_torch_imports_beside_the_newest_torch_of_its_cuda(
 def test_import_with_torch_is_for_torch_free_only(matrix_dir: Callable[..., Path]) -> None:
     with pytest.raises(ConfigError, match=r"import_with_torch: only for kind 'torch-free'"):
         _matrix(matrix_dir, "{kind: cpython}", extra="import_with_torch: true\n")
+
+
+TWO_VERSIONS = f"""\
+name: pkg
+versions:
+  - version: "2.0"
+    source: {{sdist: pkg, sha256: "{"b" * 64}"}}
+  - version: "1.5"
+    source: {{sdist: pkg, sha256: "{"c" * 64}"}}
+    abi: {{kind: abi3}}
+    build_minutes_per_arch: 7
+abi: {{kind: cpython}}
+arch: {{via: torch}}
+import: [pkg]
+build_minutes_per_arch: 1
+{textwrap.dedent(ONLY_214)}"""
+
+
+def test_a_local_build_takes_the_newest_version_or_the_one_asked_for(
+    matrix_dir: Callable[..., Path],
+) -> None:
+    m = load_matrix(matrix_dir({"pkg": TWO_VERSIONS}))
+    e = expand(m)
+    where = {"package": "pkg", "cuda": "cu130", "python": "3.12", "platform": "linux_x86_64"}
+    assert select(m, e, **where).build.version == "2.0"
+    old = select(m, e, **where, version="1.5.0")  # PEP 440 equal
+    assert (old.build.id, old.build.minutes / len(old.build.archs.archs)) == (
+        "pkg-1.5-cu130torch2.14-cp310-abi3-linux_x86_64",
+        7,
+    )
+    assert select(m, e, **where).build.minutes / len(old.build.archs.archs) == 1
+    with pytest.raises(PlanError, match=r"pkg lists no version '1\.4': it lists 2\.0, 1\.5"):
+        select(m, e, **where, version="1.4")
+    with pytest.raises(PlanError, match="'not a version' is not a PEP 440 version"):
+        select(m, e, **where, version="not a version")

@@ -1,0 +1,164 @@
+"""`farm_requires`: a package whose modules import another farm package's wheel (torch-sparse
+imports torch_scatter). The loader refuses an unknown name, the package itself and a cycle;
+the expansion drops a cell the required package does not serve; the planner defers a build
+until the wheels it requires are published; the target pins the required build of its own
+import cell; the builder installs it from a wheelhouse or the farm's index."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from wheelfarm.builder.build import install_farm_wheel
+from wheelfarm.builder.target import FarmWheel, resolve, select
+from wheelfarm.core.errors import BuildError, ConfigError, VerifyError
+from wheelfarm.core.root import FarmRoot
+from wheelfarm.matrix.expand import expand
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.plan import explain, make_plan, table, to_json
+
+from .conftest import package_yaml
+
+MakeRoot = Callable[..., FarmRoot]
+BASE = 'constraints: {torch: ">=2.13", cuda: "==13.0", platforms: [linux_x86_64]}\n'
+USER = BASE
+
+
+def _root(matrix_dir: MakeRoot, user_extra: str, base_extra: str = BASE) -> FarmRoot:
+    return matrix_dir(
+        {
+            "base": package_yaml("base", extra=base_extra),
+            "user": package_yaml("user", extra=user_extra + "farm_requires: [base]\n"),
+        }
+    )
+
+
+def test_a_cell_the_required_package_does_not_serve_is_excluded(matrix_dir: MakeRoot) -> None:
+    base_only_214 = 'constraints: {torch: ">=2.14", cuda: "==13.0", platforms: [linux_x86_64]}\n'
+    e = expand(load_matrix(_root(matrix_dir, USER, base_only_214)))
+    user = [b for b in e.builds if b.package == "user"]
+    assert {c.torch for b in user for c in b.covers} == {"2.14"}
+    dropped = [x for x in e.excluded if x.cell.package == "user" and "farm_requires" in x.rule]
+    assert {x.cell.torch for x in dropped} == {"2.13"}
+    assert "farm_requires base serves no cu130 / torch 2.13 / Python 3.10" in dropped[0].rule
+
+
+def test_each_build_requires_the_build_of_its_own_cell(matrix_dir: MakeRoot) -> None:
+    e = expand(load_matrix(_root(matrix_dir, USER)))
+    b = e.by_id["user-1.0.0-cu130torch2.14-cp312-linux_x86_64"]
+    assert b.requires == ("base-1.0.0-cu130torch2.14-cp312-linux_x86_64",)
+    assert all(not x.requires for x in e.builds if x.package == "base")
+
+
+def test_the_plan_defers_a_build_until_its_required_wheel_is_published(
+    matrix_dir: MakeRoot,
+) -> None:
+    m = load_matrix(_root(matrix_dir, USER))
+    e = expand(m)
+    cold = make_plan(m, e)
+    assert {b.package for b in cold.todo} == {"base"}
+    assert len(cold.deferred) == 10
+    wanted = "user-1.0.0-cu130torch2.14-cp312-linux_x86_64"
+    assert cold.deferred[wanted] == ("base-1.0.0-cu130torch2.14-cp312-linux_x86_64",)
+    assert any("user: 10 builds deferred" in w for w in cold.warnings)
+    assert "10 deferred (farm_requires)" in table(cold)
+    assert to_json(cold)["deferred"][wanted] == ["base-1.0.0-cu130torch2.14-cp312-linux_x86_64"]
+    cell = "user-1.0.0-cu130-torch2.14-cp312-linux_x86_64"
+    assert "deferred: " + wanted in explain(cold, cell)
+    # the next run: base is released, so user is built
+    warm = make_plan(m, e, existing={b.id for b in cold.todo})
+    assert {b.package for b in warm.todo} == {"user"}
+    assert not warm.deferred
+    assert not [w for w in warm.warnings if "deferred" in w]
+
+
+def test_the_target_pins_the_required_build_of_its_import_cell(matrix_dir: MakeRoot) -> None:
+    m = load_matrix(_root(matrix_dir, USER))
+    e = expand(m)
+    t = resolve(m, e, "user-1.0.0-cu130torch2.13-cp311-linux_x86_64")
+    assert t.farm_requires == (FarmWheel("base==1.0.0+cu130torch2.13", "cu130", "2.13"),)
+    local = select(m, e, package="user", cuda="cu130", python="3.12", platform="linux_x86_64")
+    assert local.farm_requires == (FarmWheel("base==1.0.0+cu130torch2.14", "cu130", "2.14"),)
+    assert resolve(m, e, "base-1.0.0-cu130torch2.13-cp311-linux_x86_64").farm_requires == ()
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ("[nope]", "'nope' is no package of this farm"),
+        ("[user]", "'user' is this package itself"),
+        ("[base, base]", "non-unique"),
+        ("['../x']", "does not match"),
+    ],
+)
+def test_the_loader_names_a_bad_requirement(matrix_dir: MakeRoot, given: str, problem: str) -> None:
+    root = matrix_dir(
+        {
+            "base": package_yaml("base", extra=BASE),
+            "user": package_yaml("user", extra=USER + f"farm_requires: {given}\n"),
+        }
+    )
+    with pytest.raises(ConfigError) as info:
+        load_matrix(root)
+    assert problem in str(info.value)
+    assert "user.yaml" in str(info.value)
+
+
+def test_the_loader_refuses_a_cycle(matrix_dir: MakeRoot) -> None:
+    root = matrix_dir(
+        {
+            "a": package_yaml("a", extra=BASE + "farm_requires: [b]\n"),
+            "b": package_yaml("b", extra=BASE + "farm_requires: [c]\n"),
+            "c": package_yaml("c", extra=BASE + "farm_requires: [a]\n"),
+        }
+    )
+    with pytest.raises(ConfigError) as info:
+        load_matrix(root)
+    assert "a cycle: a -> b -> c -> a" in str(info.value)
+
+
+def test_the_shipped_torch_sparse_waits_for_torch_scatter() -> None:
+    from tests.roots import REPO
+
+    m = load_matrix(REPO)
+    e = expand(m)
+    sparse = [b for b in e.builds if b.package == "torch-sparse"]
+    assert sparse
+    for b in sparse:
+        (required,) = b.requires
+        assert required == b.id.replace("torch-sparse-0.6.18", "torch-scatter-2.1.2")
+
+
+def test_the_builder_installs_the_pinned_wheel_from_a_wheelhouse_or_the_index(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setattr(
+        "wheelfarm.builder.envs.pip_install",
+        lambda py, *args, log: calls.append(tuple(map(str, args))),
+    )
+    wheel = FarmWheel("base==1.0.0+cu130torch2.14", "cu130", "2.14")
+    log = tmp_path / "log"
+    install_farm_wheel(tmp_path / "py", wheel, tmp_path / "house", log=log, for_wheel="u.whl")
+    install_farm_wheel(tmp_path / "py", wheel, "https://o.github.io/r/", log=log, for_wheel="u")
+    assert calls[0][-4:] == ("--no-index", "--find-links", str(tmp_path / "house"), wheel.pin)
+    assert calls[1][-3:] == ("--index-url", "https://o.github.io/r/cu130/torch2.14/", wheel.pin)
+    assert all("--no-deps" in c and "--only-binary" in c for c in calls)
+
+
+def test_a_missing_required_wheel_is_a_verify_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def fail(py: Path, *args: str, log: Path) -> None:
+        msg = "pip failed"
+        raise BuildError(msg)
+
+    monkeypatch.setattr("wheelfarm.builder.envs.pip_install", fail)
+    wheel = FarmWheel("base==1.0.0+cu130torch2.14", "cu130", "2.14")
+    with pytest.raises(VerifyError) as info:
+        install_farm_wheel(tmp_path / "py", wheel, tmp_path, log=tmp_path / "l", for_wheel="u.whl")
+    text = str(info.value)
+    assert "base==1.0.0+cu130torch2.14 (farm_requires)" in text
+    assert "--farm-wheels" in text
