@@ -22,7 +22,7 @@ from wheelfarm.builder.binary import inspect_binary
 from wheelfarm.matrix.load import load_matrix
 
 from . import xformers
-from .conftest import needs_uv, serve_wheel
+from .conftest import serve_wheel
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a real upstream build
 VERSION = "0.0.33.post2+cu130torch2.14"
@@ -70,16 +70,9 @@ def test_filed_under_its_torch_for_every_python_and_no_other_torch(
     assert not (site / "cu130" / "torch2.13" / "xformers").exists()  # binds to one torch minor
 
 
-def test_pip_installs_the_abi3_wheel_and_its_ops_load(
-    served_xformers: tuple[Path, str], torch_env: Path, tmp_path: Path
+@pytest.mark.parametrize("tool", xformers.INSTALLERS)
+def test_pip_and_uv_install_the_abi3_wheel_and_its_ops_load(
+    served_xformers: tuple[Path, str], torch_env: Path, tmp_path: Path, tool: str
 ) -> None:
     _, url = served_xformers
-    xformers.pip_installs(url, torch_env, tmp_path / "venv", "xformers==0.0.33.post2", VERSION)
-
-
-@needs_uv
-def test_uv_installs_the_abi3_wheel_and_its_ops_load(
-    served_xformers: tuple[Path, str], torch_env: Path, tmp_path: Path
-) -> None:
-    _, url = served_xformers
-    xformers.uv_installs(url, torch_env, tmp_path / "venv", "xformers==0.0.33.post2", VERSION)
+    xformers.installs(tool, url, torch_env, tmp_path / "venv", "xformers==0.0.33.post2", VERSION)

@@ -15,7 +15,7 @@ from tests.roots import REPO
 from wheelfarm.matrix.load import load_matrix
 
 from . import xformers
-from .conftest import needs_uv, serve_wheel
+from .conftest import serve_wheel
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a real upstream build
 VERSION = "0.0.35+cu130torch2.10.stable"
@@ -55,16 +55,9 @@ def test_it_is_filed_under_every_cu130_torch_from_its_floor(
     assert not (site / "cu126").exists()
 
 
-def test_pip_installs_it_and_its_ops_run(
-    served_xformers: tuple[Path, str], torch_env: Path, tmp_path: Path
+@pytest.mark.parametrize("tool", xformers.INSTALLERS)
+def test_pip_and_uv_install_it_and_its_ops_run(
+    served_xformers: tuple[Path, str], torch_env: Path, tmp_path: Path, tool: str
 ) -> None:
     _, url = served_xformers
-    xformers.pip_installs(url, torch_env, tmp_path / "venv", "xformers", VERSION)
-
-
-@needs_uv
-def test_uv_installs_it_and_its_ops_run(
-    served_xformers: tuple[Path, str], torch_env: Path, tmp_path: Path
-) -> None:
-    _, url = served_xformers
-    xformers.uv_installs(url, torch_env, tmp_path / "venv", "xformers", VERSION)
+    xformers.installs(tool, url, torch_env, tmp_path / "venv", "xformers", VERSION)

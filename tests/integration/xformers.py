@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import fresh_venv, pip, uv_install, wheelfarm
+from .conftest import fresh_venv, needs_uv, pip, uv_install, wheelfarm
 
 # The ops load only if the library loads into this torch; the build-version op runs on the CPU,
 # so no GPU is needed to call into the binary.
@@ -39,19 +39,18 @@ def _ops_run(py: Path) -> None:
     assert out.strip().startswith("(13, 0,"), out  # the nvcc that compiled it: this toolkit's
 
 
-def pip_installs(url: str, torch_env: Path, venv: Path, requirement: str, version: str) -> None:
-    """`pip install --extra-index-url <url>cu130/torch2.14/ <requirement>` picks `version`."""
+# the installers a test runs: real pip, and real uv where the test extra installed it
+INSTALLERS = ["pip", pytest.param("uv", marks=needs_uv)]
+
+
+def installs(
+    tool: str, url: str, torch_env: Path, venv: Path, requirement: str, version: str
+) -> None:
+    """`<tool> install --extra-index-url <url>cu130/torch2.14/ <requirement>` into a fresh venv
+    beside torch installs `version`, and its ops run."""
     py = fresh_venv(venv, torch_env)
-    result = pip(py, "install", "--extra-index-url", f"{url}cu130/torch2.14/", requirement)
+    index = ("--extra-index-url", f"{url}cu130/torch2.14/", requirement)
+    result = pip(py, "install", *index) if tool == "pip" else uv_install(py, *index)
     assert result.returncode == 0, result.stderr
     assert f"Version: {version}\n" in pip(py, "show", "xformers").stdout
-    _ops_run(py)
-
-
-def uv_installs(url: str, torch_env: Path, venv: Path, requirement: str, version: str) -> None:
-    """The same with `uv pip install` (callers carry `needs_uv`)."""
-    py = fresh_venv(venv, torch_env)
-    result = uv_install(py, "--extra-index-url", f"{url}cu130/torch2.14/", requirement)
-    assert result.returncode == 0, result.stderr
-    assert f"xformers=={version}\n" in result.stderr
     _ops_run(py)
