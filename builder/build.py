@@ -26,11 +26,18 @@ from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.target import FarmWheel, Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
-from wheelfarm.core.errors import BuildError, ToolchainError, VerifyError, WheelfarmError
+from wheelfarm.core.errors import (
+    BuildError,
+    ConfigError,
+    ToolchainError,
+    VerifyError,
+    WheelfarmError,
+)
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import os_of
 from wheelfarm.core.proc import call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
+from wheelfarm.matrix.load import module_problem
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +45,10 @@ HEARTBEAT_SECONDS = 60.0  # a compile prints its progress this often
 STEPS = ("toolchain", "environment", "source", "compile", "relabel", "repair", "verify", "record")
 WORK = "<work>"  # the work folder as the build record writes it: rebuilds elsewhere match
 RECORD_VERSION = 2
+# The import check's program: the module names come as arguments (data), never as its code.
+IMPORT_PROGRAM = (
+    "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,15 +229,19 @@ def check_import(
         **os.environ,
         **driver.import_env(wheel, venv.with_name(f"{venv.name}-driver"), os.environ, log),
     }
+    bad = [m for m in imports if module_problem(m)]
+    if bad:
+        raise ConfigError(
+            [f"import: {bad[0]!r} is not a dotted module name: fix the package's import list"]
+        )
     if requires:
-        envs.pip_install(py, *requires, log=log)
+        envs.install_requirements(py, requires, log=log)
     for required in farm:
         install_farm_wheel(py, required, farm_source, log=log, for_wheel=wheel.name)
     envs.pip_install(py, "--no-deps", "--no-index", wheel, log=log)
-    first = "import torch\n" if torch_env is not None else ""
-    code = first + "".join(f"import {m}\n" for m in imports)
+    first = ("torch",) if torch_env is not None else ()
     try:
-        call([py, "-c", code], env=env, log=log)
+        call([py, "-c", IMPORT_PROGRAM, *first, *imports], env=env, log=log)
     except BuildError as exc:
         raise VerifyError(
             wheel.name,
@@ -396,7 +411,7 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         torch_env = target_torch_env(target, cache=opts.cache, python=python, index=index, log=log)
         py = envs.overlay(torch_env, work / "build-venv", python=python, log=log)
         if pkg.build_requires:
-            envs.pip_install(py, *pkg.build_requires, log=log)
+            envs.install_requirements(py, pkg.build_requires, log=log)
         torch_site = envs.site_packages(torch_env.python) if torch_env else None
     with steps.step("source") as log:
         src = source.fetch(

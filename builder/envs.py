@@ -14,8 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelfarm.core.errors import ToolchainError
+from wheelfarm.core.errors import ConfigError, ToolchainError
 from wheelfarm.core.proc import call
+from wheelfarm.matrix.load import requirement_problem
 
 PIP_INDEX = "pip"  # torch index value meaning "pip's own configuration (or a mirror) decides"
 
@@ -96,6 +97,17 @@ def torch_env(
 def pip_install(python: Path, *args: str | Path, log: Path) -> None:
     """`python -m pip install --quiet ...` into one venv, logged."""
     call([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *args], log=log)
+
+
+def install_requirements(python: Path, requirements: tuple[str, ...], *, log: Path) -> None:
+    """A package's own requirements (build_requires, import_requires) into one venv. They come
+    from YAML: each must be a plain requirement (the loader checks it too), and they go after
+    `--`, so none can be read as one of pip's options."""
+    for text in requirements:
+        if problem := requirement_problem(text):
+            msg = f"requirement {text[:80]!r} is {problem}: give a name with an optional version"
+            raise ConfigError([msg])
+    pip_install(python, "--", *requirements, log=log)
 
 
 def overlay(base: TorchEnv | None, dest: Path, *, python: str, log: Path) -> Path:

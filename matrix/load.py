@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ MAX_FILE_BYTES = 1 << 20
 MAX_DEPTH = 32
 MAX_PROBLEMS = 200  # past this the maintainer fixes the first ones and runs validate again
 MAX_LINE = 400  # one problem line; a value is shown clipped
+MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 _STR = "tag:yaml.org,2002:str"
 
@@ -435,13 +437,26 @@ def _arch_rules(
     return out
 
 
-def _requirement_problem(text: str) -> str | None:
-    """Why `text` is not a PEP 508 requirement, or None when it is one."""
+def requirement_problem(text: str) -> str | None:
+    """Why `text` is not a plain PEP 508 requirement that pip resolves from an index, or None
+    when it is one. An option (`--index-url=...`), an editable (`-e git+...`) or a URL would let
+    a package file choose where code comes from, around the source policy."""
+    if text.lstrip().startswith("-"):
+        return "an option or an editable, not a requirement"
     try:
-        Requirement(text)
+        requirement = Requirement(text)
     except InvalidRequirement as exc:
-        return str(exc)
+        return f"not a PEP 508 requirement ({_short(str(exc), 120)})"
+    if requirement.url:
+        return "a URL requirement; a git or URL dependency goes through the source policy"
     return None
+
+
+def module_problem(name: str) -> str | None:
+    """Why `name` is not a dotted module name the import check can import by name, or None."""
+    if MODULE_NAME.fullmatch(name):
+        return None
+    return "not a dotted module name"
 
 
 def _farm_requires_checks(f: _File, name: str, required: list[str], known: frozenset[str]) -> None:
@@ -453,6 +468,25 @@ def _farm_requires_checks(f: _File, name: str, required: list[str], known: froze
                 ["farm_requires", i],
                 f"{req!r} is no package of this farm (packages/*.yaml): add its file, or list "
                 f"it in import_requires if PyPI has a wheel",
+            )
+
+
+def _data_checks(f: _File, data: dict[str, Any]) -> None:
+    """Values that reach pip's argv and the import check: data in their plain shapes only."""
+    for key in ("build_requires", "import_requires"):
+        for i, req in enumerate(data.get(key, [])):
+            if problem := requirement_problem(req):
+                f.add(
+                    [key, i],
+                    f"{_clip(req)} is {problem}: give a name with an optional version, e.g. "
+                    f"'numpy>=1.26'",
+                )
+    for i, module in enumerate(data["import"]):
+        if problem := module_problem(module):
+            f.add(
+                ["import", i],
+                f"{_clip(module)} is {problem}: give the module to import, e.g. 'flash_attn' "
+                f"or 'torch_scatter.scatter'",
             )
 
 
@@ -473,9 +507,7 @@ def _cross_field_checks(
     for where, value in numbers:
         if not math.isfinite(value):
             f.add(where, f"{value!r} is not a finite number: give the measured value, e.g. 4")
-    for i, req in enumerate(data.get("import_requires", [])):
-        if problem := _requirement_problem(req):
-            f.add(["import_requires", i], f"{req!r} is not a PEP 508 requirement ({problem})")
+    _data_checks(f, data)
     _farm_requires_checks(f, name, data.get("farm_requires", []), known)
     if data.get("import_with_torch") and data["abi"]["kind"] != "torch-free":
         f.add(

@@ -243,10 +243,10 @@ def test_check_import_installs_import_requires_and_imports_torch_only_when_prese
     from wheelfarm.builder import build, envs
 
     installs: list[tuple[object, ...]] = []
-    codes: list[str] = []
+    codes: list[list[object]] = []
     monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
     monkeypatch.setattr(envs, "pip_install", lambda py, *args, **k: installs.append(args))
-    monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[-1]))
+    monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[2:]))
     monkeypatch.setattr(build.driver, "import_env", lambda *a: {})  # test_driver.py covers it
     torch_env = None if torch_free else envs.TorchEnv(tmp_path / "torch", "2.14.1", "cu130")
     wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
@@ -254,6 +254,6 @@ def test_check_import_installs_import_requires_and_imports_torch_only_when_prese
         wheel, ("pkg", "pkg._C"), torch_env, tmp_path / "venv",
         python="python3", log=tmp_path / "log", requires=("numpy", "scipy"),
     )  # fmt: skip
-    assert installs == [("numpy", "scipy"), ("--no-deps", "--no-index", wheel)]
-    first = "" if torch_free else "import torch\n"
-    assert codes == [first + "import pkg\nimport pkg._C\n"]
+    assert installs == [("--", "numpy", "scipy"), ("--no-deps", "--no-index", wheel)]
+    first = [] if torch_free else ["torch"]
+    assert codes == [[build.IMPORT_PROGRAM, *first, "pkg", "pkg._C"]]
