@@ -6,7 +6,13 @@ The containers are read with libraries that know them: pyelftools for ELF (Linux
 requirements `.gnu.version_r`), pefile for PE (Windows .pyd/.dll: the `.nv_fatb` section and
 the import directory). No library reads NVIDIA's fatbin layout (fatbinary.h), so
 `parse_fatbin` does: a 16-byte container header, then entries whose header gives the kind
-(1 PTX, 2 ELF cubin), header size, padded payload size and the SM number at offset 28.
+(1 PTX, 2 ELF cubin), header size, padded payload size, the SM number at offset 28 and, in the
+64-bit flags at offset 40, the target's variant: 0x100000 arch-specific (`sm_90a`), 0x200000
+family-specific (`sm_120f`). The variant is read there and not from the cubin's ELF e_flags:
+CUDA 13's cubins (ELF ABI version 8) carry the same e_flags for sm_90 and sm_90a and for
+sm_120a and sm_120f (measured on nvcc 13.0 output; LLVM's reviewers found the same for `f`,
+llvm/llvm-project#151604), and PTX has no ELF at all. NVIDIA's cuobjdump names each entry the
+same way (`arch = sm_120f`); tests/integration/test_arch_variants.py holds the two together.
 
 Wheels come from anywhere, so a corrupt file must fail fast and plainly: every loop here moves
 forward and stays inside the bytes it was given, and a broken ELF or PE raises ValueError.
@@ -37,6 +43,10 @@ _ENTRY = struct.Struct("<HHIQ")  # kind, version, header size, padded payload si
 _ENTRY_SM = struct.Struct("<I")
 _SM_OFFSET = 28
 _ENTRY_MIN = _SM_OFFSET + _ENTRY_SM.size  # an entry header reaches at least past its SM field
+_ENTRY_FLAGS = struct.Struct("<Q")
+_FLAGS_OFFSET = 40  # an older, shorter entry header has no flags: a plain target
+# The variant bits of an entry's flags, as nvcc 13.0 writes them and cuobjdump reads them.
+_VARIANTS = ((0x100000, "a"), (0x200000, "f"))
 
 _ELF32_HEADER, _ELF64_HEADER = 52, 64
 _GLIBC = re.compile(r"GLIBC_([0-9]+)\.([0-9]+)(?:\.[0-9]+)*")
@@ -91,7 +101,8 @@ class BinaryInfo:
 
 
 def parse_fatbin(blob: bytes) -> tuple[frozenset[str], frozenset[str]]:
-    """(cubins, ptx) as {'sm_90', ...} from the bytes of a fatbin section (many containers).
+    """(cubins, ptx) as {'sm_90', 'sm_120a', ...} from the bytes of a fatbin section (many
+    containers); PTX is named by its target too ('sm_120f' for compute_120f).
 
     Sizes come from the file, so none is trusted: a container or entry whose sizes run past
     the end is not read past it, and each step advances by at least one header.
@@ -105,24 +116,30 @@ def parse_fatbin(blob: bytes) -> tuple[frozenset[str], frozenset[str]]:
             pos = blob.find(_MAGIC, pos + 1)
             continue
         end = pos + header + size
-        for kind, sm in _entries(blob, pos + header, min(end, len(blob))):
+        for kind, arch in _entries(blob, pos + header, min(end, len(blob))):
             if kind == KIND_PTX:
-                ptx.add(f"sm_{sm}")
+                ptx.add(arch)
             elif kind == KIND_CUBIN:
-                cubins.add(f"sm_{sm}")
+                cubins.add(arch)
         pos = blob.find(_MAGIC, end)  # past the end of blob: -1
     return frozenset(cubins), frozenset(ptx)
 
 
-def _entries(blob: bytes, pos: int, end: int) -> Iterator[tuple[int, int]]:
-    """(kind, sm) of each whole entry in blob[pos:end]; stops at the first one that is not."""
+def _entries(blob: bytes, pos: int, end: int) -> Iterator[tuple[int, str]]:
+    """(kind, 'sm_90a') of each whole entry in blob[pos:end]; stops at the first one that is
+    not."""
     while pos + _ENTRY_MIN <= end:
         kind, _, header, payload = _ENTRY.unpack_from(blob, pos)
         following = pos + header + payload
         if header < _ENTRY_MIN or following > end:
             return
         (sm,) = _ENTRY_SM.unpack_from(blob, pos + _SM_OFFSET)
-        yield kind, sm
+        flags = 0
+        if header >= _FLAGS_OFFSET + _ENTRY_FLAGS.size:
+            (flags,) = _ENTRY_FLAGS.unpack_from(blob, pos + _FLAGS_OFFSET)
+        # both bits (no nvcc writes that): `a`, the narrower
+        variant = next((v for bit, v in _VARIANTS if flags & bit), "")
+        yield kind, f"sm_{sm}{variant}"
         pos = following
 
 

@@ -10,6 +10,7 @@ import email.parser
 import hashlib
 import re
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
@@ -24,6 +25,12 @@ from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.wheelfile import dist_info, parse_metadata, record_problems
 from wheelfarm.core.wheelname import python_tag
 from wheelfarm.matrix.model import ArchList
+from wheelfarm.scripts.wheelfarm_install import (
+    GPU_CAPABILITIES,
+    arch_target,
+    runs_any,
+    runs_text,
+)
 
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_")
 # A CUDA wheel for many archs unpacks to hundreds of MB; verify reads one member at a time.
@@ -115,21 +122,46 @@ def _check_binary(
     if not info.has_device_code:
         return
     report.archs[entry] = {"cubins": sorted(info.cubins), "ptx": sorted(info.ptx)}
-    missing = sorted(set(want.archs.cubins) - info.cubins)
-    extra = sorted(info.cubins - set(want.archs.cubins))
-    missing_ptx = sorted(set(want.archs.ptx) - info.ptx)
-    extra_ptx = sorted(info.ptx - set(want.archs.ptx))
-    for what, items in (
-        ("missing SASS", missing),
-        ("unexpected SASS", extra),
-        ("missing PTX", missing_ptx),
-        ("unexpected PTX", extra_ptx),
+    report.problems += _arch_problems(entry, info, want.archs)
+
+
+def _base(archs: Iterable[str]) -> dict[str, list[str]]:
+    """'sm_90' -> the archs built for 9.0 under any variant (['sm_90a'])."""
+    out: dict[str, list[str]] = {}
+    for arch in sorted(archs):
+        major, minor, _ = arch_target(arch)
+        out.setdefault(f"sm_{major}{minor}", []).append(arch)
+    return out
+
+
+def _arch_problems(entry: str, info: BinaryInfo, policy: ArchList) -> list[str]:
+    """The policy's archs against the binary's: each one built (an `a` or `f` variant counts
+    for its number: sageattention builds 9.0 as sm_90a), nothing else, and every GPU the
+    policy's plain archs run on still runs this code (the install helper's rule): sm_120a alone
+    does not run on 12.1, which the policy's 12.0 promises."""
+    shown = f"policy: {policy.torch or 'no device code, arch.via none'}"
+    problems = []
+    for what, wanted, found in (
+        ("SASS", policy.cubins, info.cubins),
+        ("PTX", policy.ptx, info.ptx),
     ):
-        if items:
-            report.problems.append(
-                f"{entry}: {what} for {', '.join(items)} "
-                f"(policy: {want.archs.torch or 'no device code, arch.via none'})"
-            )
+        built = _base(found)
+        missing = [a for a in wanted if a not in built]
+        extra = [v for base, variants in built.items() if base not in wanted for v in variants]
+        problems += [
+            f"{entry}: {kind} {what} for {', '.join(items)} ({shown})"
+            for kind, items in (("missing", missing), ("unexpected", extra))
+            if items
+        ]
+    promised = [cc for cc in GPU_CAPABILITIES if runs_any(cc, policy.cubins, policy.ptx)]
+    lost = [f"{m}.{n}" for m, n in promised if not runs_any((m, n), info.cubins, info.ptx)]
+    if lost and not problems:
+        problems.append(
+            f"{entry}: no SASS or PTX runs on {', '.join(lost)}, which the policy's archs do "
+            f"(it carries {runs_text(info.cubins, info.ptx)}; {shown}); build those archs "
+            f"plain or family-specific (sm_120f), or add them to the policy"
+        )
+    return problems
 
 
 def _check_members(wheel: Path, zf: zipfile.ZipFile, report: Report) -> bool:

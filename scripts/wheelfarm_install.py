@@ -31,7 +31,7 @@ import subprocess
 import sys
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 USAGE, UNREADABLE_INDEX, WILL_NOT_RUN = 2, 3, 4
@@ -50,7 +50,9 @@ DRIVER_FLOORS = {
     "13": ("580.65.06", "580.88"),
 }
 _NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
-_ARCH = re.compile(r"(?:sm|compute)_(\d+)[af]?")
+# An arch as packages.json, verify and cuobjdump name it: sm_90, sm_90a (arch-specific), sm_120f
+# (family-specific); 'compute_90' is read as sm_90.
+ARCH = re.compile(r"(?:sm|compute)_([1-9][0-9]{1,2})([af]?)")
 _VERSION = re.compile(
     r"v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)"
     r"(?:[-_.]?(?P<pre>alpha|beta|preview|pre|a|b|c|rc)[-_.]?(?P<pre_n>\d*))?"
@@ -222,23 +224,24 @@ def _short(exc: Exception) -> str:
     return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 3] + "..."
 
 
-def wheel_archs(wheel: dict[str, object]) -> tuple[set[int], set[int]] | None:
-    """(SASS, PTX) capabilities packages.json lists for a wheel ('sm_86' -> 86); None when it
-    lists none (an index written before archs were recorded). A ValueError for another shape."""
+def wheel_archs(wheel: dict[str, object]) -> tuple[set[str], set[str]] | None:
+    """(SASS, PTX) archs packages.json lists for a wheel ('sm_86', 'sm_120a'; an index written
+    before suffixes were kept lists 'sm_90' for sm_90a code, read as plain); None when it lists
+    none (an index written before archs were recorded). A ValueError for another shape."""
     archs = wheel.get("archs")
     if archs is None:
         return None
     if not isinstance(archs, dict):
         msg = f"archs of {wheel['filename']} is {archs!r}, not {{'sass': [...], 'ptx': [...]}}"
         raise ValueError(msg)  # noqa: TRY004 - read_index reports every bad shape as ValueError
-    found: list[set[int]] = []
+    found: list[set[str]] = []
     for kind in ("sass", "ptx"):
         names = archs.get(kind, [])
-        matches = [_ARCH.fullmatch(n) if isinstance(n, str) else None for n in names or [None]]
+        matches = [ARCH.fullmatch(n) if isinstance(n, str) else None for n in names or [None]]
         if not isinstance(names, list) or (names and None in matches):
             msg = f"archs.{kind} of {wheel['filename']} is {names!r}, not a list like ['sm_80']"
             raise ValueError(msg)
-        found.append({int(m[1]) for m in matches if m})
+        found.append({f"sm_{m[1]}{m[2]}" for m in matches if m})
     return found[0], found[1]
 
 
@@ -260,10 +263,77 @@ def gpus() -> list[Gpu]:
     return found
 
 
-def runs_on(cc: tuple[int, int], sass: set[int], ptx: set[int]) -> bool:
-    """A cubin runs on its major's GPUs at or above its minor; PTX is JIT-compiled forward."""
-    have = cc[0] * 10 + cc[1]
-    return any(s // 10 == cc[0] and s <= have for s in sass) or any(p <= have for p in ptx)
+# Every compute capability NVIDIA has shipped a GPU with since Maxwell (NVIDIA, "CUDA GPU Compute
+# Capability", developer.nvidia.com/cuda-gpus; 11.0 is Thor, 10.1 before CUDA 13): verify asks
+# whether a wheel's code runs on each one its arch policy promises.
+GPU_CAPABILITIES = (
+    (5, 0), (5, 2), (5, 3), (6, 0), (6, 1), (6, 2), (7, 0), (7, 2), (7, 5), (8, 0), (8, 6),
+    (8, 7), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1),
+)  # fmt: skip
+
+
+def arch_target(arch: str) -> tuple[int, int, str]:
+    """'sm_120a' -> (12, 0, 'a'): the compute capability an arch is compiled for, and its
+    variant ('' plain, 'a' arch-specific, 'f' family-specific). A ValueError for another name."""
+    match = ARCH.fullmatch(arch)
+    if match is None:
+        msg = f"arch {arch!r} is not like 'sm_90', 'sm_90a' or 'sm_120f'"
+        raise ValueError(msg)
+    major, minor = divmod(int(match[1]), 10)
+    return major, minor, match[2]
+
+
+def runs_on(arch: str, cc: tuple[int, int], *, ptx: bool = False) -> bool:
+    """Whether code for `arch` (SASS, or PTX when `ptx`) runs on a GPU of compute capability
+    `cc`: the one rule doctor, verify, this helper and the site's arch text all apply.
+
+    - plain cubin sm_XY: the same major, minor at or above Y (sm_80 runs on 8.6);
+    - plain PTX: any capability at or above X.Y (the driver JIT-compiles it);
+    - `a`, arch-specific (sm_90a, sm_100a, sm_120a): exactly X.Y, cubin or PTX (its PTX is not
+      forward compatible);
+    - `f`, family-specific (CUDA 12.9+; sm_100f, sm_120f): the family's later minors, cubin or
+      PTX (sm_120f: 12.0 and 12.1; sm_100f: 10.0 and 10.3).
+    Source: NVIDIA's CUDA programming guide ("architecture-specific" and "family-specific"
+    feature sets) and "Blackwell and CUDA 12.9 introduce family-specific architecture features".
+
+    >>> runs_on("sm_120", (12, 1)), runs_on("sm_120a", (12, 1)), runs_on("sm_120f", (12, 1))
+    (True, False, True)
+    >>> runs_on("sm_90", (12, 0), ptx=True), runs_on("sm_90a", (12, 0), ptx=True)
+    (True, False)
+    """
+    major, minor, variant = arch_target(arch)
+    if variant == "a":
+        return cc == (major, minor)
+    if ptx and not variant:
+        return cc >= (major, minor)
+    return cc[0] == major and cc[1] >= minor
+
+
+def runs_any(cc: tuple[int, int], sass: Iterable[str], ptx: Iterable[str]) -> bool:
+    """Whether any of a binary's (or wheel's) SASS or PTX runs on `cc`."""
+    return any(runs_on(a, cc) for a in sass) or any(runs_on(a, cc, ptx=True) for a in ptx)
+
+
+def runs_where(arch: str, *, ptx: bool = False) -> str:
+    """Where `arch` runs, in words: 'sm_120a: 12.0 only', 'sm_80: 8.0-8.x', 'PTX sm_80: 8.0
+    and newer'.
+
+    >>> runs_where("sm_120a"), runs_where("sm_120f"), runs_where("sm_90", ptx=True)
+    ('sm_120a: 12.0 only', 'sm_120f: 12.0-12.x', 'PTX sm_90: 9.0 and newer (JIT)')
+    """
+    major, minor, variant = arch_target(arch)
+    name = f"PTX {arch}" if ptx else arch
+    if variant == "a":
+        return f"{name}: {major}.{minor} only"
+    if ptx and not variant:
+        return f"{name}: {major}.{minor} and newer (JIT)"
+    return f"{name}: {major}.{minor}-{major}.x"
+
+
+def runs_text(sass: Iterable[str], ptx: Iterable[str]) -> str:
+    """Every arch of a wheel with where it runs, SASS then PTX, by capability."""
+    order = sorted(sass, key=arch_target), sorted(ptx, key=arch_target)
+    return ", ".join([*map(runs_where, order[0]), *(runs_where(a, ptx=True) for a in order[1])])
 
 
 def _numbers(version: str) -> tuple[int, ...]:
@@ -277,14 +347,11 @@ def refusals(wheel: dict[str, object], machine: dict[str, str], found: list[Gpu]
     archs = wheel_archs(wheel)
     if archs is not None and any(archs):  # none listed: no device code (JIT), any GPU runs it
         sass, ptx = archs
-        carried = ", ".join(
-            [*(f"sm_{s}" for s in sorted(sass)), *(f"PTX {p}" for p in sorted(ptx))]
-        )
         for i, (cc, _) in enumerate(found):
-            if not runs_on(cc, sass, ptx):
+            if not runs_any(cc, sass, ptx):
                 reasons.append(
-                    f"GPU {i} (compute capability {cc[0]}.{cc[1]}) has no SASS or PTX in it "
-                    f"(it carries {carried}); build it for {cc[0]}.{cc[1]}"
+                    f"GPU {i} (compute capability {cc[0]}.{cc[1]}) has no SASS or PTX that runs "
+                    f"on it (it carries {runs_text(sass, ptx)}); build it for {cc[0]}.{cc[1]}"
                 )
     cuda = str(wheel.get("cuda") or machine["cuda"])
     floors = DRIVER_FLOORS.get(cuda[2:-1])

@@ -7,7 +7,8 @@ value found, the value needed and the one command that fixes it:
 2. platform: the wheel's platform is this one, and its manylinux glibc floor is not above ours;
 3. torch: the installed torch is the minor the wheel was built for (stable ABI: at or above);
 4. cuda: torch's CUDA major is the wheel's;
-5. gpu: the GPU's compute capability has SASS of its family at or below it, or PTX at or below;
+5. gpu: the GPU's compute capability runs some of its SASS or PTX (the install helper's rule:
+   `sm_120a` runs on 12.0 only, `sm_120f` on 12.0 and 12.1, PTX forward unless arch-specific);
 6. driver: the driver is new enough for the wheel's CUDA major (minor-version compatibility);
 7. import: the extension imports beside that torch; a failure is decoded into the demand above
    it that failed (undefined c10 symbols, a missing libcudart, GLIBC, the driver...).
@@ -40,6 +41,7 @@ from wheelfarm.core.label import Label, cuda_tag, torch_minor
 from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.load import parse_yaml
+from wheelfarm.scripts.wheelfarm_install import arch_target, runs_any, runs_text
 
 PROBE = r"""
 import json, os, platform, sys, sysconfig
@@ -117,15 +119,15 @@ class WheelFacts:
     name: str
     label: Label | None
     tag: Tag
-    cubins: set[int] = field(default_factory=set)
-    ptx: set[int] = field(default_factory=set)
+    cubins: set[str] = field(default_factory=set)  # 'sm_90', 'sm_120a', ...
+    ptx: set[str] = field(default_factory=set)
     archs_known: bool = True  # False: an index entry that lists no archs
 
     def add(self, data: bytes) -> None:
         """Add the SASS and PTX of one shared object's fatbin."""
         info = inspect_binary(data)
-        self.cubins |= {int(s[3:]) for s in info.cubins}
-        self.ptx |= {int(s[3:]) for s in info.ptx}
+        self.cubins |= info.cubins
+        self.ptx |= info.ptx
 
 
 def passed(name: str, found: str, needed: str) -> Check:
@@ -277,23 +279,8 @@ def _cuda(w: WheelFacts, env: Env) -> Check:
     return Check("cuda", ok, f"torch's CUDA {env.cuda}", f"CUDA {major}.x", fix)
 
 
-def runs_on(gpu: tuple[int, int], cubins: set[int], ptx: set[int]) -> bool:
-    """SASS of the GPU's major at or below its minor, or PTX at or below its capability.
-
-    >>> runs_on((8, 6), {80, 90}, set()), runs_on((8, 0), {90}, set())
-    (True, False)
-    >>> runs_on((12, 0), set(), {90})
-    True
-    """
-    cc = gpu[0] * 10 + gpu[1]
-    return any(s // 10 == gpu[0] and s <= cc for s in cubins) or any(p <= cc for p in ptx)
-
-
 def _gpu(w: WheelFacts, env: Env) -> Check:
-    carried = ", ".join(
-        [*(f"sm_{s}" for s in sorted(w.cubins)), *(f"PTX {p}" for p in sorted(w.ptx))]
-    )
-    needed = f"a GPU these run on: {carried or 'no device code found'}"
+    needed = f"a GPU these run on: {runs_text(w.cubins, w.ptx) or 'no device code found'}"
     if env.gpu is None:
         return failed("gpu", "no NVIDIA GPU found (NVML, nvidia-smi)", needed,
                      "run on the machine with the GPU")  # fmt: skip
@@ -305,7 +292,7 @@ def _gpu(w: WheelFacts, env: Env) -> Check:
         return Check(
             "gpu", ok=True, found=f"compute capability {cc}", needed="any GPU (no device code)"
         )
-    ok = runs_on(env.gpu, w.cubins, w.ptx)
+    ok = runs_any(env.gpu, w.cubins, w.ptx)
     fix = "" if ok else f"build for it: wheelfarm build --local --package {w.name} --archs {cc}"
     return Check("gpu", ok, f"compute capability {cc}", needed, fix)
 
@@ -475,18 +462,15 @@ def _entry_facts(entry: dict[str, Any]) -> WheelFacts:
     if archs is None:
         facts.archs_known = False
         return facts
-    facts.cubins = {_sm(a) for a in archs.get("sass", [])}
-    facts.ptx = {_sm(a) for a in archs.get("ptx", [])}
+    facts.cubins = {_arch(a) for a in archs.get("sass", [])}
+    facts.ptx = {_arch(a) for a in archs.get("ptx", [])}
     return facts
 
 
-def _sm(arch: str) -> int:
-    """'sm_90' (or 'sm_90a', 'compute_90') -> 90; a ValueError for another spelling."""
-    match = re.fullmatch(r"(?:sm|compute)_(\d+)[af]?", arch)
-    if match is None:
-        msg = f"arch {arch!r} is not like 'sm_90'"
-        raise ValueError(msg)
-    return int(match[1])
+def _arch(arch: str) -> str:
+    """'sm_90', 'sm_120a' (or 'compute_90': sm_90), checked; a ValueError for another name."""
+    major, minor, variant = arch_target(arch)
+    return f"sm_{major}{minor}{variant}"
 
 
 def report(checks: list[Check]) -> str:

@@ -72,8 +72,11 @@ def test_a_gpu_and_driver_the_wheel_cannot_use_are_refused(
     result = _helper(site_url, "wheelfarm-demo", "--python", py, "--dry-run", env=env)
     assert result.returncode == 4, result.stderr
     assert result.stdout == "" and result.stderr.count("\n") == 1
-    assert "GPU 0 (compute capability 7.5) has no SASS or PTX in it" in result.stderr
-    assert "(it carries sm_80, sm_90, PTX 90); build it for 7.5" in result.stderr
+    assert "GPU 0 (compute capability 7.5) has no SASS or PTX that runs on it" in result.stderr
+    assert (
+        "(it carries sm_80: 8.0-8.x, sm_90: 9.0-9.x, PTX sm_90: 9.0 and newer (JIT)); "
+        "build it for 7.5" in result.stderr
+    )
     assert "driver 535.104.05 is older than 580.65.06" in result.stderr
     result = _helper(site_url, "wheelfarm-demo", "--python", py, "--dry-run", "--ignore-gpu",
                      env=env)  # fmt: skip

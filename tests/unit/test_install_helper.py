@@ -88,7 +88,7 @@ def test_a_gpu_the_wheel_has_no_arch_for_and_an_old_driver_are_refused(
     assert code == helper.WILL_NOT_RUN == 4
     assert out == "" and err.count("\n") == 1
     assert f"install.py: error: {FILENAME} will not run here: GPU 0 (compute capability 8.0)" in err
-    assert "(it carries sm_90); build it for 8.0" in err
+    assert "(it carries sm_90: 9.0-9.x); build it for 8.0" in err
     assert "driver 535.104.05 is older than 580.65.06, the oldest that runs CUDA 13.x" in err
     assert err.rstrip().endswith("or pass --ignore-gpu")
     code, out, err = run(helper, capsys, "demo", *args, "--dry-run", "--ignore-gpu")

@@ -18,6 +18,9 @@ FOLDERS = {
     "github": ROOT / "wheelfarm" / "github",
     "app": ROOT / "wheelfarm",  # cli.py, farm.py, __main__.py (not core/ or github/)
 }
+# The standalone install helper imports only the standard library, so every layer may import
+# the arch rule it holds (tests/unit/test_arch_variants.py checks that it stays so).
+HELPER = "wheelfarm.scripts.wheelfarm_install"
 ALLOWED = {
     "core": {"core"},
     "matrix": {"core", "matrix"},
@@ -62,7 +65,7 @@ def test_imports_follow_the_layers(layer: str, path: Path) -> None:
     for line, module in _imports(path):
         target = _layer_of(module)
         # `from wheelfarm import __version__` is metadata every layer may read
-        if target is None or module == "wheelfarm":
+        if target is None or module in ("wheelfarm", HELPER):
             continue
         if target not in ALLOWED[layer]:
             bad.append(f"{path.name}:{line} imports {module} ({layer} -> {target})")
