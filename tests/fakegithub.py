@@ -9,7 +9,17 @@ here. It answers with the documented shapes and enforces the documented limits
   403 with X-RateLimit-Remaining: 0 past it;
 - secondary limit: 80 content-creating requests (POST, PATCH, PUT, DELETE) a minute and 500 an
   hour, else 403 with Retry-After;
-- an upload told to break (`break_uploads`) drops the connection and leaves a `starter` asset.
+- an upload told to break (`break_uploads`) drops the connection and leaves a `starter` asset;
+- drafts: a release made with `draft: true` is listed but not found by tag, and is published by
+  PATCH draft=false (422 when a published release holds the tag); with `immutable_releases`
+  (the repository setting) a published release has `immutable: true` and refuses uploads and
+  deletes with 422;
+- faults a hostile or unlucky API shows: `bare_refusals` (403/429 with a rate-limit message and
+  no retry headers), `next_link` (every listing's `Link: rel="next"` points there: itself, or
+  another host), `redirect_downloads` (an asset download answers 302 to that base, as
+  api.github.com does to objects.githubusercontent.com);
+- every request's Authorization header is kept in `auth` (path -> header), to show where the
+  token went.
 
 `scale` makes GitHub's hour pass that many times faster (wheelfarm's client reads the same
 factor from WHEELFARM_GITHUB_TIME_SCALE). Every request is logged with its time."""
@@ -44,6 +54,13 @@ class FakeGitHub:
     rate_limited: dict[str, int] = field(default_factory=dict)  # path prefix -> 403s to send
     break_uploads: set[str] = field(default_factory=set)  # names whose next upload breaks
     with_digest: bool = True
+    immutable_releases: bool = False  # the repository setting
+    bare_refusals: dict[str, int] = field(default_factory=dict)  # path prefix -> bare 403s
+    bare_status: int = 403
+    next_link: str | None = None  # "self": each listing links to itself
+    redirect_downloads: str | None = None  # base URL asset downloads redirect to
+    auth: list[tuple[str, str | None]] = field(default_factory=list)
+    current: dict[str, str] = field(default_factory=dict)  # X-RateLimit-* of the answer going out
     max_assets: int = 1000
     max_asset_bytes: int = 2 * 1024**3
     scale: float = field(default_factory=lambda: float(os.environ.get(SCALE, "1")))
@@ -59,13 +76,14 @@ class FakeGitHub:
         self._next_id += 1
         return self._next_id
 
-    def add_release(self, tag: str) -> dict[str, Any]:
+    def add_release(self, tag: str, *, draft: bool = False) -> dict[str, Any]:
         rid = self.new_id()
         release = {
             "id": rid,
             "tag_name": tag,
             "name": tag,
-            "draft": False,
+            "draft": draft,
+            "immutable": self.immutable_releases and not draft,
             "prerelease": False,
             "url": f"{self.base}/repos/{self.repo}/releases/{rid}",
             "upload_url": f"{self.base}/uploads/repos/{self.repo}/releases/{rid}/assets{{?name,label}}",
@@ -132,6 +150,7 @@ class FakeGitHub:
             "X-RateLimit-Used": str(used + 1),
             "X-RateLimit-Resource": "core",
         }
+        self.current = headers  # sent on this answer, whatever it is (lock held)
         if used >= self.primary_limit:
             self._window = (start, used)
             return 403, {**headers, "X-RateLimit-Remaining": "0"}, "API rate limit exceeded"
@@ -151,13 +170,18 @@ class FakeGitHub:
         return None
 
 
-def _page(items: list[Any], query: dict[str, list[str]], url: str) -> tuple[list[Any], str | None]:
+def _page(
+    items: list[Any], query: dict[str, list[str]], url: str, forced: str | None = None
+) -> tuple[list[Any], str | None]:
     per = min(100, int(query.get("per_page", ["30"])[0]))
     page = int(query.get("page", ["1"])[0])
     chunk = items[(page - 1) * per : page * per]
     link = None
     if page * per < len(items):
         link = f'<{url}?per_page={per}&page={page + 1}>; rel="next"'
+    if forced is not None:
+        target = f"{url}?per_page={per}&page={page}" if forced == "self" else forced
+        link = f'<{target}>; rel="next"'
     return chunk, link
 
 
@@ -182,7 +206,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             "Content-Type", "application/octet-stream" if raw is not None else "application/json"
         )
         self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
+        for k, v in {**self.fake.current, **(headers or {})}.items():
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
@@ -198,13 +222,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         body = self.rfile.read(length) if length else b""
         with fake.lock:
+            fake.current = {}
             fake.log.append((method, self.path))
+            fake.auth.append((self.path, self.headers.get("Authorization")))
             if not path.startswith("/download/"):
                 refusal = fake.limits(method)
                 if refusal is not None:
                     fake.refused += 1
                     status, headers, message = refusal
                     self._send(status, {"message": message}, headers)
+                    return
+            for prefix, count in list(fake.bare_refusals.items()):
+                if path.startswith(prefix) and count > 0:
+                    fake.bare_refusals[prefix] = count - 1
+                    message = "You have exceeded a secondary rate limit. Please wait a few minutes."
+                    self._send(fake.bare_status, {"message": message})
                     return
             for prefix, count in list(fake.rate_limited.items()):
                 if path.startswith(prefix) and count > 0:
@@ -222,34 +254,51 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         fake = self.fake
         repo = f"/repos/{fake.repo}"
         if method == "GET" and path == f"{repo}/releases":
-            items, link = _page(fake.releases, query, f"{fake.base}{path}")
+            items, link = _page(fake.releases, query, f"{fake.base}{path}", fake.next_link)
             self._send(200, items, {"Link": link} if link else None)
         elif method == "GET" and path.startswith(f"{repo}/releases/tags/"):
             tag = path.rsplit("/", 1)[-1]
-            match = next((r for r in fake.releases if r["tag_name"] == tag), None)
+            match = self._published(tag)
             self._send(200, match) if match else self._send(404, {"message": "Not Found"})
         elif method == "POST" and path == f"{repo}/releases":
-            tag = json.loads(body)["tag_name"]
-            if any(r["tag_name"] == tag for r in fake.releases):
-                errors = [{"resource": "Release", "code": "already_exists", "field": "tag_name"}]
-                self._send(422, {"message": "Validation Failed", "errors": errors})
+            fields = json.loads(body)
+            if self._published(fields["tag_name"]) is not None:
+                self._send(422, _exists("Release", "tag_name"))
             else:
-                self._send(201, fake.add_release(tag))
+                self._send(
+                    201, fake.add_release(fields["tag_name"], draft=bool(fields.get("draft")))
+                )
+        elif method == "PATCH" and path.startswith(f"{repo}/releases/"):
+            self._edit(int(path.rsplit("/", 1)[-1]), json.loads(body))
         elif method == "GET" and path.startswith(f"{repo}/releases/assets/"):
             asset = self._asset(int(path.rsplit("/", 1)[-1]))
             if asset is None or asset["state"] != "uploaded":
                 self._send(404, {"message": "Not Found"})
+            elif fake.redirect_downloads is not None:
+                self._send(
+                    302,
+                    {},
+                    {
+                        "Location": fake.redirect_downloads
+                        + asset["browser_download_url"].removeprefix(fake.base)
+                    },
+                )
             else:
                 self._send(200, raw=fake.blobs[asset["id"]])
         elif method == "DELETE" and path.startswith(f"{repo}/releases/assets/"):
             aid = int(path.rsplit("/", 1)[-1])
+            if any(
+                r["immutable"] for r in fake.releases if any(a["id"] == aid for a in r["assets"])
+            ):
+                self._send(422, {"message": "Cannot delete assets of an immutable release"})
+                return
             for r in fake.releases:
                 r["assets"] = [a for a in r["assets"] if a["id"] != aid]
             self._send(204, raw=b"")
         elif method == "GET" and path.startswith(f"{repo}/releases/") and path.endswith("/assets"):
             rid = int(path.split("/")[-2])
             release = next(r for r in fake.releases if r["id"] == rid)
-            items, link = _page(release["assets"], query, f"{fake.base}{path}")
+            items, link = _page(release["assets"], query, f"{fake.base}{path}", fake.next_link)
             self._send(200, items, {"Link": link} if link else None)
         elif method == "POST" and path.startswith(f"/uploads{repo}/releases/"):
             self._upload(int(path.split("/")[-2]), query, body)
@@ -264,6 +313,31 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             self._send(404, {"message": "Not Found"})
 
+    def _published(self, tag: str) -> dict[str, Any] | None:
+        """The published release of a tag (GitHub finds no draft by tag)."""
+        return next(
+            (r for r in self.fake.releases if r["tag_name"] == tag and not r["draft"]), None
+        )
+
+    def _edit(self, rid: int, fields: dict[str, Any]) -> None:
+        """PATCH a release: a new tag or name, and draft=false publishes it."""
+        release = next((r for r in self.fake.releases if r["id"] == rid), None)
+        if release is None:
+            self._send(404, {"message": "Not Found"})
+            return
+        tag = fields.get("tag_name", release["tag_name"])
+        publishing = release["draft"] and fields.get("draft") is False
+        taken = self._published(tag)
+        if (publishing or not release["draft"]) and taken not in (None, release):
+            self._send(422, _exists("Release", "tag_name"))
+            return
+        release["tag_name"] = tag
+        release["name"] = fields.get("name", release["name"])
+        if publishing:
+            release["draft"] = False
+            release["immutable"] = self.fake.immutable_releases
+        self._send(200, release)
+
     def _asset(self, aid: int) -> dict[str, Any] | None:
         return next((a for r in self.fake.releases for a in r["assets"] if a["id"] == aid), None)
 
@@ -272,9 +346,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         release = next(r for r in fake.releases if r["id"] == rid)
         name = query["name"][0]
         label = query.get("label", [None])[0]
-        if any(a["name"] == name for a in release["assets"]):
-            errors = [{"resource": "ReleaseAsset", "code": "already_exists", "field": "name"}]
-            self._send(422, {"message": "Validation Failed", "errors": errors})
+        if release["immutable"]:
+            self._send(422, {"message": "Cannot upload assets to an immutable release."})
+        elif any(a["name"] == name for a in release["assets"]):
+            self._send(422, _exists("ReleaseAsset", "name"))
         elif len(release["assets"]) >= fake.max_assets:
             self._send(422, {"message": "Validation Failed", "errors": [{"code": "too_many"}]})
         elif name in fake.break_uploads:
@@ -293,19 +368,34 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._route("DELETE")
 
+    def do_PATCH(self) -> None:
+        self._route("PATCH")
+
+
+def _exists(resource: str, name: str) -> dict[str, Any]:
+    errors = [{"resource": resource, "code": "already_exists", "field": name}]
+    return {"message": "Validation Failed", "errors": errors}
+
 
 @contextmanager
-def fake_github(fake: FakeGitHub | None = None) -> Iterator[FakeGitHub]:
-    fake = fake or FakeGitHub()
-    handler = type("Handler", (_Handler,), {"fake": fake})
+def serving(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve `handler` on a free 127.0.0.1 port in a thread for the `with` block; yield the
+    base URL (no trailing slash)."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    fake.base = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield fake
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+@contextmanager
+def fake_github(fake: FakeGitHub | None = None) -> Iterator[FakeGitHub]:
+    fake = fake or FakeGitHub()
+    with serving(type("Handler", (_Handler,), {"fake": fake})) as base:
+        fake.base = base
+        yield fake

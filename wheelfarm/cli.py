@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from wheelfarm import __version__
-from wheelfarm.core.errors import ConfigError, SiteError, UsageError, WheelfarmError
+from wheelfarm.core.errors import (
+    ConfigError,
+    PublishError,
+    SiteError,
+    UsageError,
+    WheelfarmError,
+)
 from wheelfarm.core.platforms import NAMES, host_platform
 from wheelfarm.core.root import FarmRoot, find_root
 
@@ -144,13 +150,17 @@ def _deadline(args: argparse.Namespace) -> float | None:
 
 
 def _client(repo: str, args: argparse.Namespace) -> GitHubClient:
-    """The GitHub client for --api/--uploads; --deadline-minutes bounds its rate-limit waits."""
+    """The GitHub client for --api/--uploads, bounded by --timeout (the whole command) and
+    --deadline-minutes (its rate-limit waits, on GitHub's scaled clock), whichever ends first."""
+    from wheelfarm.core.http import Deadline
     from wheelfarm.github.client import GitHubClient
 
     client = GitHubClient(repo, api=args.api, uploads=getattr(args, "uploads", UPLOADS))
+    seconds, what = float(args.timeout), "--timeout"
     minutes = getattr(args, "deadline_minutes", None)
-    if minutes is not None:
-        client.deadline = time.monotonic() + minutes * 60 / client.scale
+    if minutes is not None and minutes * 60 / client.scale < seconds:
+        seconds, what = minutes * 60 / client.scale, "--deadline-minutes"
+    client.deadline = Deadline.after(seconds, what=what)
     return client
 
 
@@ -357,15 +367,19 @@ def cmd_publish(args: argparse.Namespace) -> int:
         check_artifacts(matrix, expansion, wheels)
         print(f"ok: {len(wheels)} artifacts are planned builds and pass verify")
         return 0
-    report = publish_wheels(matrix, expansion, wheels, _client(args.repo, args))
+    from wheelfarm.github.publish import expected_build_ids
+
+    expect = None if args.expect is None else expected_build_ids(args.expect)
+    report = publish_wheels(matrix, expansion, wheels, _client(args.repo, args), expect)
     releases = ", ".join(sorted(report.releases)) or "-"
     print(
         f"published {len(wheels) - len(report.left)} of {len(wheels)} wheels: "
         f"{len(report.uploaded)} files uploaded, {len(report.skipped)} already there, "
         f"releases: {releases}"
     )
-    if report.left:
-        print(f"stopped early, {len(report.left)} wheels left for the next run: {report.stopped}")
+    failure = report.failure(len(wheels))
+    if failure:
+        raise PublishError(failure)
     return 0
 
 
@@ -535,6 +549,26 @@ def _add_api(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_timeout(p: argparse.ArgumentParser, default: float) -> None:
+    """--timeout: the whole command's limit for network work (core.http.Deadline), on top of
+    the per-request one, so a slow or dripping server cannot hold it."""
+
+    def seconds(raw: str) -> float:
+        value = float(raw)
+        if not 0 < value < 10**7:  # about four months
+            msg = f"{raw!r} is not a positive number of seconds"
+            raise argparse.ArgumentTypeError(msg)
+        return value
+
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        default=default,
+        metavar="SECONDS",
+        help=f"stop (exit 9) when the command's network work outlasts this (default {default:g})",
+    )
+
+
 def _add_repo(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--repo",
@@ -558,6 +592,7 @@ def _matrix_commands(add: Add) -> None:
         help="what the repository's Releases hold (the farm's source of truth)",
     )
     _add_api(p)
+    _add_timeout(p, 600)
     p.add_argument("--max-jobs", type=int, help="jobs per shard (default farm.yaml, max 256)")
     p.add_argument("--format", choices=("table", "json", "github"), default="table")
     p.add_argument(
@@ -645,6 +680,7 @@ def _site_commands(add: Add) -> None:
     src.add_argument("--wheelhouse", type=Path, help="a folder of wheels (+ .build.json)")
     src.add_argument("--github", metavar="OWNER/REPO", help="read the repository's releases")
     _add_api(p)
+    _add_timeout(p, 1200)
     p.add_argument("--out", type=Path, default=Path("site"))
     p.add_argument(
         "--allow-removal",
@@ -674,8 +710,16 @@ def _site_commands(add: Add) -> None:
     p.add_argument(
         "--deadline-minutes",
         type=float,
-        help="stop cleanly (exit 0, the rest left for the next run) rather than wait for a "
-        "rate limit past this many minutes from now",
+        help="stop (exit 8, naming what is left for a rerun) rather than wait for a rate limit "
+        "past this many minutes from now",
+    )
+    _add_timeout(p, 3600)
+    p.add_argument(
+        "--expect",
+        type=Path,
+        metavar="FILE",
+        help="the shard the plan made (JSON with `name` and `include`): exit 8 naming every "
+        "planned build that has no wheel here and is not published yet",
     )
     p.add_argument(
         "--verify-only",
@@ -723,6 +767,7 @@ def _watch_commands(add: Add) -> None:
     p = add("pr", cmd_pr, "Open or update the pull request from a branch.")
     _add_repo(p)
     _add_api(p)
+    _add_timeout(p, 120)
     p.add_argument("--head", required=True, help="the branch with the change")
     p.add_argument("--base", default="main")
     p.add_argument("--title", required=True)

@@ -28,7 +28,7 @@ from wheelfarm.core.platforms import host_platform
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.github.actions import SAVE_MARGIN_MINUTES
 from wheelfarm.github.client import GitHubClient
-from wheelfarm.github.publish import Publisher, PublishReport, publish
+from wheelfarm.github.publish import Publisher, PublishReport, publish, version_tag
 from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.site import Site, SiteResult
@@ -181,11 +181,22 @@ def _record_problems(wheel: Path, record: Path) -> list[str]:
 
 
 def publish_wheels(
-    matrix: Matrix, expansion: Expansion, wheels: list[Path], client: GitHubClient
+    matrix: Matrix,
+    expansion: Expansion,
+    wheels: list[Path],
+    client: GitHubClient,
+    expect: list[str] | None = None,
 ) -> PublishReport:
-    """Check every artifact, then publish (stopping cleanly at the client's deadline)."""
+    """Check every artifact, then publish (stopping cleanly at the client's deadline); with
+    `expect` (the shard's planned build ids) the report names those neither here nor published."""
+    unknown = [b for b in expect or () if b not in expansion.by_id]
+    if unknown:
+        msg = f"--expect names {len(unknown)} build(s) this farm does not plan: {unknown[:5]}"
+        raise PlanError(msg)
     check_artifacts(matrix, expansion, wheels)
-    report = publish(wheels, Publisher(client))
+    builds = [expansion.by_id[b] for b in expect or ()]
+    tags = {b.id: version_tag(b.package, b.version) for b in builds}
+    report = publish(wheels, Publisher(client), tags)
     logger.info("%d API requests, %d content-creating", client.requests_made, client.content_made)
     return report
 

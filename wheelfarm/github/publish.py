@@ -10,6 +10,16 @@ GitHub's limits; a release holds at most 1000 assets, so a version that outgrows
 name: the publisher deletes its own and uploads again. Build records go up as one
 `records-<hash>.json` per release and run. Nothing is ever deleted that was uploaded whole, and
 no SHA256SUMS is kept: every asset carries GitHub's `digest`.
+
+Immutable releases (a repository setting since 2025: a published release takes no new asset,
+GitHub answers 422) are met before the first upload: a new release is made as a draft, filled,
+and published last (PATCH draft=false; if another job published that tag meanwhile, the draft
+is published as the next free `<tag>-N`); an existing release whose `immutable` is true is full
+for this run, so its version continues in the next `<tag>-N`, as a full one does.
+
+A run that stops before every wheel is up (a rate limit past the deadline) or that lacks a
+wheel its shard planned (`--expect`) says so in its report; the CLI exits 8 on it, so "Re-run
+failed jobs" publishes the rest.
 """
 
 from __future__ import annotations
@@ -18,23 +28,29 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from packaging.utils import parse_wheel_filename
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 
-from wheelfarm.core.errors import NetworkError, PublishError
+from wheelfarm.core import jsonread
+from wheelfarm.core.errors import NetworkError, PublishError, UsageError
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.wheelfile import parse_metadata, read_metadata_bytes
+from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.github.client import BudgetExhaustedError, GitHubClient
 
 MAX_ASSETS = 1000  # GitHub answers 422 beyond this
 MAX_ASSET_BYTES = 2 * 1024**3  # release assets must be smaller than 2 GiB
 UPLOAD_TRIES = 3
+MAX_RELEASES = 64  # releases of one version (64,000 assets): past it the API is not GitHub's
+SHA256 = re.compile(r"[0-9a-f]{64}")
 REQUIRES_PYTHON = "Requires-Python "  # asset label prefix: the index reads it, no download
 logger = logging.getLogger(__name__)
 
@@ -79,9 +95,22 @@ def release_tag(wheel: str) -> str:
     return f"{name}-v{version.public}"
 
 
+def version_tag(package: str, version: str) -> str:
+    """release_tag of a planned build: its package and version, as its wheel will name them.
+
+    >>> version_tag("Flash_Attn", "2.8.3.post2")
+    'flash-attn-v2.8.3.post2'
+    """
+    return f"{canonicalize_name(package)}-v{Version(version).public}"
+
+
 def asset_sha256(asset: dict[str, Any]) -> str | None:
-    digest = asset.get("digest") or ""
-    return digest.removeprefix("sha256:") if digest.startswith("sha256:") else None
+    """The asset's sha256 from its `digest`, when that is `sha256:` and 64 hex digits."""
+    digest = asset.get("digest")
+    if not isinstance(digest, str) or not digest.startswith("sha256:"):
+        return None
+    value = digest.removeprefix("sha256:")
+    return value if SHA256.fullmatch(value) else None
 
 
 def uploaded(asset: dict[str, Any]) -> bool:
@@ -96,6 +125,49 @@ class PublishReport:
     releases: set[str] = field(default_factory=set)
     left: list[str] = field(default_factory=list)  # wheels a budget stop left for the next run
     stopped: str | None = None
+    missing: list[str] = field(default_factory=list)  # planned build ids with no wheel anywhere
+
+    def failure(self, wheels: int) -> str | None:
+        """The one-line reason this run must fail (so a rerun finishes it), or None."""
+        parts = []
+        if self.left:
+            parts.append(
+                f"stopped with {wheels - len(self.left)} of {wheels} wheels published and "
+                f"{len(self.left)} left ({self.stopped})"
+            )
+        if self.missing:
+            shown = ", ".join(self.missing[:10]) + (" ..." if len(self.missing) > 10 else "")  # noqa: PLR2004
+            parts.append(
+                f"{len(self.missing)} planned build(s) have no wheel here and are not published: "
+                f"{shown} (their build jobs failed or their artifacts were not downloaded)"
+            )
+        if not parts:
+            return None
+        return "; ".join(parts) + "; re-run the failed jobs to finish"
+
+
+def expected_build_ids(path: Path) -> list[str]:
+    """The build ids of a shard the plan made (`{"name": ..., "include": [{"id": ...}]}`, as
+    `wheelfarm plan --format github` writes each shard), in order."""
+    try:
+        shard = jsonread.loads(
+            path.read_bytes(), what=f"--expect {str(path)!r}", max_bytes=64 << 20
+        )
+    except OSError as exc:
+        msg = f"--expect {str(path)!r}: cannot read it ({exc.strerror or exc})"
+        raise UsageError(msg) from exc
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    include = shard.get("include") if isinstance(shard, dict) else None
+    if not isinstance(include, list) or not all(
+        isinstance(j, dict) and isinstance(j.get("id"), str) and j["id"] for j in include
+    ):
+        msg = (
+            f"--expect {str(path)!r}: not a shard of the plan (an object whose `include` lists "
+            f"jobs with an `id`); give the shard JSON `wheelfarm plan --format github` wrote"
+        )
+        raise UsageError(msg)
+    return list(dict.fromkeys(j["id"] for j in include))
 
 
 @dataclass
@@ -106,24 +178,26 @@ class Publisher:
     commit: str | None = field(default_factory=lambda: os.environ.get("GITHUB_SHA"))
 
     def find(self, tag: str) -> dict[str, Any] | None:
+        """The published release of `tag`, or None (GitHub does not show drafts by tag)."""
         try:
-            return dict(
-                self.client.json("GET", self.client.repo_url(f"releases/tags/{quote(tag)}"))
-            )
+            found = self.client.json("GET", self.client.repo_url(f"releases/tags/{quote(tag)}"))
         except NetworkError as exc:
             if exc.status == HTTPStatus.NOT_FOUND:
                 return None
             raise
+        return _checked_release(found, tag)
 
     def release(self, tag: str) -> dict[str, Any]:
-        """The release for `tag`, created (at GITHUB_SHA) when it does not exist yet; a 422
-        means another run created it a moment ago: read theirs."""
+        """The release for `tag`: the published one, or a new draft (at GITHUB_SHA) that
+        `finish` publishes once its assets are up. A 422 means another run published the tag
+        a moment ago: read theirs."""
         found = self.find(tag)
         if found is not None:
             return found
         body: dict[str, Any] = {
             "tag_name": tag,
             "name": tag,
+            "draft": True,
             "make_latest": "false",
             "body": f"Wheels built by wheelfarm for {tag}. Install from the "
             f"index, not from here: see the project's Pages site.",
@@ -131,12 +205,35 @@ class Publisher:
         if self.commit:
             body["target_commitish"] = self.commit
         try:
-            return dict(self.client.json("POST", self.client.repo_url("releases"), json=body))
+            made = self.client.json("POST", self.client.repo_url("releases"), json=body)
         except NetworkError as exc:
             raced = self.find(tag) if exc.status == HTTPStatus.UNPROCESSABLE_ENTITY else None
             if raced is None:
                 raise
             return raced
+        return _checked_release(made, tag)
+
+    def finish(self, release: dict[str, Any], free_tags: Iterable[str]) -> dict[str, Any]:
+        """Publish a draft this run filled. When another job published its tag meanwhile
+        (422), publish it under the next of `free_tags` instead."""
+        url = self.client.repo_url(f"releases/{release['id']}")
+        fields: dict[str, Any] = {"draft": False, "make_latest": "false"}
+        tags = iter(free_tags)
+        for _ in range(MAX_RELEASES):
+            try:
+                return _checked_release(self.client.json("PATCH", url, json=fields), None)
+            except NetworkError as exc:  # noqa: PERF203 - a retry loop: the error is the signal
+                if exc.status != HTTPStatus.UNPROCESSABLE_ENTITY:
+                    raise
+                tag = next(tags)
+                logger.warning(
+                    "tag %s was published by another run; publishing as %s",
+                    release["tag_name"],
+                    tag,
+                )
+                fields |= {"tag_name": tag, "name": tag}
+        msg = f"draft release {release['tag_name']!r}: no free tag to publish it under"
+        raise PublishError(msg)
 
     def assets(self, release: dict[str, Any]) -> list[dict[str, Any]]:
         url = self.client.repo_url(f"releases/{release['id']}/assets?per_page=100")
@@ -183,12 +280,29 @@ class Publisher:
         return None
 
 
+def _checked_release(found: Any, tag: str | None) -> dict[str, Any]:  # noqa: ANN401 - JSON
+    """A release object from the API, with the fields the publisher relies on checked."""
+    if (
+        not isinstance(found, dict)
+        or not isinstance(found.get("id"), int)
+        or not isinstance(found.get("tag_name"), str)
+        or (tag is not None and found["tag_name"] != tag)
+    ):
+        shown = repr(found)[:120]
+        msg = f"release {tag!r}: GitHub answered with {shown}, not that release; nothing uploaded"
+        raise NetworkError(msg)
+    return found
+
+
 def _tags(base: str) -> Iterator[str]:
+    """base, base-2, ... base-MAX_RELEASES; past that an API is answering for every tag."""
     yield base
-    n = 2
-    while True:
-        yield f"{base}-{n}"
-        n += 1
+    yield from (f"{base}-{n}" for n in range(2, MAX_RELEASES + 1))
+    msg = (
+        f"{base}: {MAX_RELEASES} releases of one version already exist, or the API answers for "
+        f"every tag; check --api and the repository's releases"
+    )
+    raise NetworkError(msg)
 
 
 @dataclass
@@ -199,8 +313,18 @@ class _Release:
     broken: dict[str, dict[str, Any]]  # name -> starter asset
 
     @property
+    def immutable(self) -> bool:
+        """Published under the immutable-releases setting: takes no new asset."""
+        return self.data is not None and self.data.get("immutable") is True
+
+    @property
+    def draft(self) -> bool:
+        """A draft this run made: published by `finish` once filled."""
+        return self.data is not None and self.data.get("draft") is True
+
+    @property
     def room(self) -> int:
-        return MAX_ASSETS - len(self.assets) - len(self.broken)
+        return 0 if self.immutable else MAX_ASSETS - len(self.assets) - len(self.broken)
 
 
 def _existing(pub: Publisher, base: str) -> list[_Release]:
@@ -209,8 +333,8 @@ def _existing(pub: Publisher, base: str) -> list[_Release]:
     for tag in _tags(base):
         found = pub.find(tag)
         if found is None:
-            return out
-        assets = pub.assets(found)
+            break
+        assets = [a for a in pub.assets(found) if isinstance(a.get("name"), str)]
         out.append(
             _Release(
                 tag,
@@ -219,7 +343,7 @@ def _existing(pub: Publisher, base: str) -> list[_Release]:
                 {a["name"]: a for a in assets if not uploaded(a)},
             )
         )
-    raise AssertionError  # unreachable: _tags never ends
+    return out
 
 
 def _published_sha256(pub: Publisher, asset: dict[str, Any]) -> str:
@@ -261,25 +385,58 @@ def _upload_all(
     todo: list[list[Upload]],
     report: PublishReport,
 ) -> None:
-    """Fill the version's releases in order, creating the next one when all are full."""
-    tags = _tags(base)
+    """Fill the version's releases in order, creating the next one (a draft) when all are full
+    or immutable."""
     for files in todo:
         target = next(
             (r for r in releases if r.room >= len(files) or any(f.name in r.broken for f in files)),
             None,
         )
-        if target is None:
-            tag = next(t for t in tags if all(r.tag != t for r in releases))
-            target = _Release(tag, None, {}, {})
-            releases.append(target)
-        if target.data is None:
+        while target is None or target.data is None:
+            if target is None:
+                taken = {r.tag for r in releases}
+                target = _Release(next(t for t in _tags(base) if t not in taken), None, {}, {})
+                releases.append(target)
+                for closed in (r for r in releases if r.immutable):
+                    logger.warning(
+                        "release %s is immutable (the repository's immutable-releases setting): "
+                        "new files go to %s",
+                        closed.tag,
+                        target.tag,
+                    )
             target.data = pub.release(target.tag)
+            if target.room < len(files):  # another run published this tag meanwhile, immutable
+                target = None
         for f in files:
             logger.info("upload %s/%s (%d bytes)", target.tag, f.name, f.size)
             target.assets[f.name] = pub.upload(target.data, f)
             target.broken.pop(f.name, None)
             report.uploaded.append(f.name)
         report.releases.add(target.tag)
+
+
+def _finish(pub: Publisher, base: str, releases: list[_Release], report: PublishReport) -> None:
+    """Publish the drafts this run filled (last, so an immutable release is whole when it is
+    published). A draft that cannot be published leaves its wheels for the rerun."""
+    for release in releases:
+        if not release.draft or not release.assets or release.data is None:
+            continue
+        taken = {r.tag for r in releases}
+        free = (t for t in _tags(base) if t not in taken and pub.find(t) is None)
+        try:
+            release.data = pub.finish(release.data, free)
+        except NetworkError as exc:
+            logger.warning("draft %s not published: %s", release.tag, exc)
+            unpublished = set(release.assets)
+            report.uploaded = [n for n in report.uploaded if n not in unpublished]
+            report.left = sorted({*report.left, *(n for n in unpublished if n.endswith(".whl"))})
+            report.stopped = report.stopped or str(exc)
+            if isinstance(exc, BudgetExhaustedError):
+                raise
+            continue
+        report.releases.discard(release.tag)
+        release.tag = str(release.data["tag_name"])
+        report.releases.add(release.tag)
 
 
 def _records(wheels: list[Path], report: PublishReport) -> dict[str, dict[str, Any]]:
@@ -296,16 +453,21 @@ def _records(wheels: list[Path], report: PublishReport) -> dict[str, dict[str, A
     return out
 
 
-def publish(wheels: list[Path], pub: Publisher) -> PublishReport:
+def publish(
+    wheels: list[Path], pub: Publisher, expect: dict[str, str] | None = None
+) -> PublishReport:
     """Publish every wheel into its version's releases; stop cleanly when GitHub's limits would
-    outlast the job (`report.left` then names what the next run publishes)."""
+    outlast the job (`report.left` then names what the next run publishes). `expect` (planned
+    build id -> its release tag base, from the shard the plan made) fills `report.missing`:
+    the planned builds with no wheel in `wheels` and none published."""
     report = PublishReport()
     groups: dict[str, list[Path]] = {}
     for wheel in sorted(wheels):
         groups.setdefault(release_tag(wheel.name), []).append(wheel)
     plans = []
+    known: dict[str, list[_Release]] = {}
     for base, mine in groups.items():
-        releases = _existing(pub, base)
+        releases = known[base] = _existing(pub, base)
         plans.append(
             (
                 base,
@@ -316,21 +478,55 @@ def publish(wheels: list[Path], pub: Publisher) -> PublishReport:
         )
     for base, mine, releases, todo in plans:
         try:
-            _upload_all(pub, base, releases, todo, report)
-        except BudgetExhaustedError as exc:
+            try:
+                _upload_all(pub, base, releases, todo, report)
+                _publish_records(pub, releases, mine, report)
+            finally:
+                _finish(pub, base, releases, report)
+        except BudgetExhaustedError as exc:  # noqa: PERF203 - the stop ends the loop
             report.stopped = str(exc)
+            done = set(report.uploaded)
             report.left = sorted(
                 {
                     f.name
-                    for files in todo
+                    for _, _, _, rest in plans
+                    for files in rest
                     for f in files
-                    if f.name.endswith(".whl") and f.name not in report.uploaded
+                    if f.name.endswith(".whl") and f.name not in done
                 }
             )
             logger.warning("stopped: %s", exc)
             break
-        _publish_records(pub, releases, mine, report)
+    if expect:
+        report.missing = _missing(pub, expect, wheels, known)
     return report
+
+
+def _missing(
+    pub: Publisher, expect: dict[str, str], wheels: list[Path], known: dict[str, list[_Release]]
+) -> list[str]:
+    """Planned build ids with no wheel among `wheels` and no wheel published in their
+    version's releases (read once per version)."""
+    here = {build_id_from_wheel(w.name) for w in wheels}
+    out = []
+    for build_id, base in expect.items():
+        if build_id in here:
+            continue
+        if base not in known:
+            known[base] = _existing(pub, base)
+        published = {_build_id_or_none(name) for release in known[base] for name in release.assets}
+        if build_id not in published:
+            out.append(build_id)
+    return out
+
+
+def _build_id_or_none(name: str) -> str | None:
+    if not name.endswith(".whl"):
+        return None
+    try:
+        return build_id_from_wheel(name)
+    except ValueError:
+        return None
 
 
 def _publish_records(

@@ -2,22 +2,30 @@
 (what exists) and for the index (what to list). Everything comes from the asset listings, 100
 assets a request: a wheel's sha256 is its `digest`, its PEP 658 hash the `digest` of its
 `.metadata` asset, its Requires-Python the wheel asset's label, its cells its name. Assets from
-before digests existed fall back to the release's SHA256SUMS or the wheel's build record."""
+before digests existed fall back to the release's SHA256SUMS or the wheel's build record.
+
+The API's answers are data, not trusted: a draft release (not public yet) is not read, and an
+asset whose name is no farm wheel name (`notes.whl`, a non-ASCII name), whose fields have the
+wrong types, or whose download URL is not https (plain http only to loopback, for tests) is
+skipped with a warning naming it; the rest are listed."""
 
 from __future__ import annotations
 
 import hashlib
-import json
+import ipaddress
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+from urllib.parse import urlsplit
 
-from wheelfarm.core.errors import SiteError
+from wheelfarm.core import jsonread
+from wheelfarm.core.errors import NetworkError, SiteError
+from wheelfarm.core.http import DeadlineError
 from wheelfarm.core.wheelfile import parse_metadata
 from wheelfarm.core.wheelname import build_id_from_wheel
-from wheelfarm.github.client import GitHubClient
+from wheelfarm.github.client import BudgetExhaustedError, GitHubClient
 from wheelfarm.github.publish import REQUIRES_PYTHON, asset_sha256, uploaded
 from wheelfarm.index.entries import WheelEntry
 from wheelfarm.index.sources import Policy, Yanks, covers_for, with_archs, with_yank
@@ -43,6 +51,49 @@ def parse_sha256sums(text: str) -> dict[str, str]:
     return out
 
 
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def asset_problem(asset: dict[str, Any], trusted: Callable[[str], bool]) -> str | None:
+    """Why an API asset object cannot be listed, or None: `name` a printable ASCII string (a
+    `.whl` one a farm wheel name), `size` and `id` integers, `url` on the API host (`trusted`),
+    and `browser_download_url` https (http only to loopback)."""
+    name, size = asset.get("name"), asset.get("size")
+    if not isinstance(name, str) or not name or not name.isascii() or not name.isprintable():
+        return "its name is not a printable ASCII string"
+    if not isinstance(asset.get("id"), int) or not isinstance(size, int) or size < 0:
+        return "its id or size is not a whole number"
+    if not isinstance(asset.get("url"), str) or not trusted(asset["url"]):
+        return "its API url is not on the API host"
+    return _wheel_name_problem(name) or _link_problem(asset.get("browser_download_url"))
+
+
+def _wheel_name_problem(name: str) -> str | None:
+    if not name.endswith(".whl"):
+        return None
+    try:
+        build_id_from_wheel(name)
+    except ValueError as exc:
+        return f"not a wheel name ({exc})"
+    return None
+
+
+def _link_problem(link: object) -> str | None:
+    if not isinstance(link, str) or not link.isascii() or not link.isprintable():
+        return "its browser_download_url is not a printable ASCII string"
+    parts = urlsplit(link)
+    host = parts.hostname or ""
+    if host and (parts.scheme == "https" or (parts.scheme == "http" and _loopback(host))):
+        return None
+    return f"its download URL {link[:80]!r} is not an https URL"
+
+
 @dataclass
 class ReleasesSource:
     """Lists a repository's releases and turns their wheel assets into index entries."""
@@ -50,12 +101,32 @@ class ReleasesSource:
     client: GitHubClient
 
     def releases(self) -> Iterator[dict[str, Any]]:
-        yield from self.client.paginate(self.client.repo_url("releases?per_page=100"))
+        """Published releases (a draft is a publisher's unfinished work, its assets not public)."""
+        for release in self.client.paginate(self.client.repo_url("releases?per_page=100")):
+            if not isinstance(release.get("id"), int):
+                logger.warning("release %r: no numeric id; skipped", release.get("tag_name"))
+            elif release.get("draft") is not True:
+                yield release
 
     def assets(self, release: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """Whole assets by name (a `starter` left by a broken upload is not published)."""
+        """Whole assets by name (a `starter` left by a broken upload is not published), each
+        of the shape the index relies on; a wheel asset whose name is no farm wheel's is
+        skipped with a warning."""
         url = self.client.repo_url(f"releases/{release['id']}/assets?per_page=100")
-        return {a["name"]: a for a in self.client.paginate(url) if uploaded(a)}
+        out = {}
+        for asset in self.client.paginate(url):
+            problem = asset_problem(asset, self.client.trusted)
+            if problem is None:
+                if uploaded(asset):
+                    out[asset["name"]] = asset
+            else:
+                logger.warning(
+                    "release %r: asset %r skipped: %s",
+                    release.get("tag_name"),
+                    asset.get("name"),
+                    problem,
+                )
+        return out
 
     def wheel_assets(self) -> Iterator[tuple[dict[str, Any], dict[str, dict[str, Any]]]]:
         """(release, its assets by name) for every release holding a wheel."""
@@ -83,9 +154,14 @@ class ReleasesSource:
             legacy = _Legacy(self.client, assets)
             records = self._records(assets)
             for name, asset in assets.items():
-                if name.endswith(".whl"):
+                if not name.endswith(".whl"):
+                    continue
+                try:
                     entry = self._entry(release, asset, assets, legacy, matrix)
-                    out.append(with_yank(with_archs(entry, records.get(name), policy), yanked))
+                except ValueError as exc:
+                    logger.warning("%s: skipped (%s)", name, exc)
+                    continue
+                out.append(with_yank(with_archs(entry, records.get(name), policy), yanked))
         return out
 
     def _records(self, assets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -100,11 +176,13 @@ class ReleasesSource:
                 if int(asset.get("size", 0)) > MAX_RECORDS:
                     msg = f"{asset.get('size')} bytes, over the {MAX_RECORDS} read"
                     raise ValueError(msg)  # noqa: TRY301 - reported with the rest below
-                data = json.loads(self.client.download(asset))
+                data = jsonread.loads(self.client.download(asset, max_bytes=MAX_RECORDS), what=name)
                 if not isinstance(data, dict):
                     msg = "not a JSON object"
                     raise ValueError(msg)  # noqa: TRY004, TRY301 - as above
-            except (ValueError, TypeError) as exc:
+            except (BudgetExhaustedError, DeadlineError):
+                raise
+            except (ValueError, TypeError, NetworkError) as exc:
                 logger.warning("%s: skipped (%s); its wheels are listed without archs", name, exc)
                 continue
             out.update((k, v) for k, v in data.items() if isinstance(v, dict))
@@ -175,7 +253,11 @@ class _Legacy:
         if asset is None or not self.active:
             return None
         if wheel not in self._records:
-            data = json.loads(self.client.download(asset))
+            try:
+                data = jsonread.loads(self.client.download(asset), what=asset["name"])
+            except ValueError as exc:
+                logger.warning("%s: skipped (%s)", asset["name"], exc)
+                data = None
             self._records[wheel] = data if isinstance(data, dict) else None
         return self._records[wheel]
 
