@@ -28,6 +28,7 @@ from wheelfarm.github.client import (
     rate_limit_wait,
 )
 from wheelfarm.github.publish import PublishReport, asset_sha256, expected_build_ids
+from wheelfarm.github.pulls import open_or_update
 from wheelfarm.github.releases import ReleasesSource
 
 API = "https://api.example"
@@ -480,3 +481,19 @@ def test_a_report_with_wheels_left_or_missing_fails_naming_counts() -> None:
     missing = PublishReport(missing=["b1", "b2"]).failure(3)
     assert missing is not None and "2 planned build(s) have no wheel here" in missing
     assert "b1, b2" in missing and "re-run the failed jobs" in missing
+
+
+@pytest.mark.parametrize(
+    ("listed", "made"),
+    [([{"number": "7; rm -rf"}], {}), ([], {"html_url": 7}), ([], ["not", "an", "object"])],
+)
+def test_a_pull_request_answer_of_the_wrong_shape_is_one_line(listed: Any, made: Any) -> None:
+    pulls = f"{API}/repos/octo/farm/pulls?state=open&head=octo:watch&base=main"
+    session = Script(
+        {
+            pulls: answer(body=json.dumps(listed).encode()),
+            f"{API}/repos/octo/farm/pulls": answer(body=json.dumps(made).encode()),
+        }
+    )
+    with pytest.raises(NetworkError, match=r"number|html_url"):
+        open_or_update(github(session), head="watch", base="main", title="t", body="b")

@@ -250,9 +250,11 @@ class Publisher:
         for attempt in range(1, UPLOAD_TRIES + 1):
             try:
                 if item.path is None:
-                    return dict(self.client.json("POST", url, data=item.data, headers=headers))
-                with item.path.open("rb") as fh:
-                    return dict(self.client.json("POST", url, data=fh, headers=headers))
+                    answer = self.client.json("POST", url, data=item.data, headers=headers)
+                else:
+                    with item.path.open("rb") as fh:
+                        answer = self.client.json("POST", url, data=fh, headers=headers)
+                return _checked_asset(answer, item.name)
             except BudgetExhaustedError:  # noqa: PERF203 - a retry loop: the error is the signal
                 raise
             except NetworkError:
@@ -268,7 +270,7 @@ class Publisher:
         """After a failed upload: the asset if it arrived whole after all, else delete the
         `starter` asset the failure left under this name and return None."""
         for asset in self.assets(release):
-            if asset["name"] != item.name:
+            if asset.get("name") != item.name:
                 continue
             if uploaded(asset) and asset_sha256(asset) == item.sha256:
                 return asset
@@ -290,6 +292,18 @@ def _checked_release(found: Any, tag: str | None) -> dict[str, Any]:  # noqa: AN
     ):
         shown = repr(found)[:120]
         msg = f"release {tag!r}: GitHub answered with {shown}, not that release; nothing uploaded"
+        raise NetworkError(msg)
+    return found
+
+
+def _checked_asset(found: Any, name: str) -> dict[str, Any]:  # noqa: ANN401 - JSON
+    """An uploaded asset as the API answered it: an object with an integer id and our name."""
+    if (
+        not isinstance(found, dict)
+        or not isinstance(found.get("id"), int)
+        or found.get("name") != name
+    ):
+        msg = f"upload of {name}: GitHub answered with {repr(found)[:120]}, not that asset"
         raise NetworkError(msg)
     return found
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from wheelfarm.core.errors import NetworkError
 from wheelfarm.github.client import GitHubClient
 
 
@@ -14,10 +15,17 @@ def open_or_update(client: GitHubClient, *, head: str, base: str, title: str, bo
     found: list[dict[str, Any]] = list(client.paginate(url))
     fields = {"title": title, "body": body}
     if found:
-        number = found[0]["number"]
+        number = found[0].get("number")
+        if not isinstance(number, int):
+            msg = f"GET {url}: the open pull request has no numeric `number` ({number!r})"
+            raise NetworkError(msg)
         pull = client.json("PATCH", client.repo_url(f"pulls/{number}"), json=fields)
     else:
         pull = client.json(
             "POST", client.repo_url("pulls"), json={**fields, "head": head, "base": base}
         )
-    return str(pull["html_url"])
+    link = pull.get("html_url") if isinstance(pull, dict) else None
+    if not isinstance(link, str):
+        msg = f"{client.repo}: GitHub's answer for the pull request from {head!r} has no html_url"
+        raise NetworkError(msg)
+    return link
