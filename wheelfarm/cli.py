@@ -150,17 +150,22 @@ def _deadline(args: argparse.Namespace) -> float | None:
 
 
 def _client(repo: str, args: argparse.Namespace) -> GitHubClient:
-    """The GitHub client for --api/--uploads, bounded by --timeout (the whole command) and
-    --deadline-minutes (its rate-limit waits, on GitHub's scaled clock), whichever ends first."""
+    """The GitHub client for --api/--uploads, bounded by --timeout (the whole command; without
+    it, --deadline-minutes when given, else the command's default) and --deadline-minutes (its
+    rate-limit waits, on GitHub's scaled clock)."""
     from wheelfarm.core.http import Deadline
     from wheelfarm.github.client import GitHubClient
 
     client = GitHubClient(repo, api=args.api, uploads=getattr(args, "uploads", UPLOADS))
-    seconds, what = float(args.timeout), "--timeout"
     minutes = getattr(args, "deadline_minutes", None)
-    if minutes is not None and minutes * 60 / client.scale < seconds:
-        seconds, what = minutes * 60 / client.scale, "--deadline-minutes"
-    client.deadline = Deadline.after(seconds, what=what)
+    if args.timeout is not None:
+        client.deadline = Deadline.after(args.timeout, what="--timeout")
+    elif minutes is not None:
+        client.deadline = Deadline.after(minutes * 60, what="--deadline-minutes")
+    else:
+        client.deadline = Deadline.after(args.timeout_default, what="--timeout")
+    if minutes is not None:
+        client.budget = Deadline.after(minutes * 60 / client.scale, what="--deadline-minutes")
     return client
 
 
@@ -563,10 +568,10 @@ def _add_timeout(p: argparse.ArgumentParser, default: float) -> None:
     p.add_argument(
         "--timeout",
         type=seconds,
-        default=default,
         metavar="SECONDS",
         help=f"stop (exit 9) when the command's network work outlasts this (default {default:g})",
     )
+    p.set_defaults(timeout_default=default)
 
 
 def _add_repo(p: argparse.ArgumentParser) -> None:
@@ -711,7 +716,7 @@ def _site_commands(add: Add) -> None:
         "--deadline-minutes",
         type=float,
         help="stop (exit 8, naming what is left for a rerun) rather than wait for a rate limit "
-        "past this many minutes from now",
+        "past this many minutes from now; without --timeout, also the whole command's limit",
     )
     _add_timeout(p, 3600)
     p.add_argument(

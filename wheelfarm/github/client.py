@@ -171,6 +171,7 @@ class GitHubClient:
     sleep: Callable[[float], None] = time.sleep
     max_wait: float = 900.0  # a longer rate-limit wait stops the command instead
     deadline: Deadline | None = None  # the command's overall limit: no wait may end past it
+    budget: Deadline | None = None  # the job's budget for rate-limit waits (scaled clock)
     session: requests.Session = field(default_factory=make_session)
     scale: float = field(default_factory=time_scale)
     requests_made: int = 0
@@ -202,16 +203,13 @@ class GitHubClient:
     def _wait(self, seconds: float, why: str) -> None:
         if seconds <= 0:
             return
-        left = None if self.deadline is None else self.deadline.remaining()
-        if seconds > self.max_wait or (left is not None and seconds > left):
-            limit = (
-                ""
-                if self.deadline is None
-                else f" ({self.deadline.what} {self.deadline.seconds:g}s)"
-            )
+        limits = [d for d in (self.deadline, self.budget) if d is not None]
+        short = next((d for d in limits if seconds > d.remaining()), None)
+        if seconds > self.max_wait or short is not None:
+            limit = "" if short is None else f" ({short.what} {short.seconds:g}s)"
             msg = (
                 f"{why}: the wait of {seconds:.0f}s ends past this job's time budget{limit}; "
-                f"stopping here, the next run carries on"
+                f"stopping here, a rerun carries on"
             )
             raise BudgetExhaustedError(msg)
         logger.info("%s: waiting %.1fs", why, seconds)
