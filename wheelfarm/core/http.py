@@ -173,7 +173,8 @@ def send(
     doing = f"{method} {url}"
     streamed = bool(kwargs.pop("stream", False))
     default = TIMEOUT if deadline is None else deadline.timeout(doing)
-    kwargs["timeout"] = min(kwargs.get("timeout", default), default)
+    given = kwargs.get("timeout")
+    kwargs["timeout"] = min(given, default) if isinstance(given, int | float) else given or default
 
     def work() -> requests.Response:
         try:
