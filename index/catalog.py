@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from wheelfarm.index.entries import DUPLICATE, NO_CELL, WheelEntry
+from wheelfarm.index.entries import DUPLICATE, NO_CELL, Refused, WheelEntry, refusal
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is 3.11+
@@ -26,6 +26,12 @@ _CREATE = """CREATE TABLE wheels (
 )"""
 _INSERT = "INSERT INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _PROJECT = 12  # the project's column
+
+
+def _shown_name(filename: str) -> str:
+    """A refused wheel's name as a report shows it: printable ASCII (a bidi override or a
+    control character from a name is shown escaped, never acted on by a terminal)."""
+    return filename if filename.isascii() and filename.isprintable() else ascii(filename)
 
 
 class Scratch:
@@ -52,12 +58,26 @@ class Catalog(Scratch):
     """Entries in a scratch database; the few distinct cover, SASS and PTX tuples stay in
     memory, shared by id."""
 
-    def __init__(self, entries: Iterable[WheelEntry] = ()) -> None:
+    def __init__(self, entries: Iterable[WheelEntry | Refused] = ()) -> None:
         super().__init__(_CREATE)
         self._ids: dict[Hashable, int] = {}
         self._values: list[Any] = []
         self._cells: dict[int, int] = {}  # covers id -> the id of its cells in sorted order
-        self._db.executemany(_INSERT, map(self._row, entries))
+        self.refused: dict[str, list[str]] = {}  # reason -> the wheels it keeps out
+        self._db.executemany(_INSERT, map(self._row, self._listed(entries)))
+
+    def _listed(self, entries: Iterable[WheelEntry | Refused]) -> Iterator[WheelEntry]:
+        """The entries whose every value is of its shape; the rest are kept as refused."""
+        for e in entries:
+            if isinstance(e, Refused):
+                reason = e.reason
+            else:
+                problem = refusal(e)
+                if problem is None:
+                    yield e
+                    continue
+                reason = problem
+            self.refused.setdefault(reason, []).append(_shown_name(e.filename))
 
     def _id(self, value: Hashable) -> int:
         """The id of `value`, shared by every equal value: wheels repeat a few placements and
@@ -130,7 +150,7 @@ class Catalog(Scratch):
     def account(self) -> dict[str, list[str]]:
         """Drop duplicates (the first in file name order stays); return every wheel under no
         combo, by reason, each reason's wheels in file name order."""
-        unfiled: dict[str, list[str]] = {}
+        unfiled = {reason: sorted(names) for reason, names in self.refused.items()}
         dropped = []
         rows = self._db.execute(
             "SELECT rowid, filename, covers, unfiled, ROW_NUMBER() OVER "

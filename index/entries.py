@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from wheelfarm.core.label import Label, OtherLabel
-from wheelfarm.core.platforms import platform_family
+from wheelfarm.core.platforms import NAMES, platform_family
 from wheelfarm.core.wheelname import build_id
 from wheelfarm.matrix.model import Matrix
 
@@ -285,6 +287,113 @@ def _place(version: Version, tag: Tag, matrix: Matrix | None) -> Placement:
     if not out and label.torch and floor and platform and not label.cuda_major_only:
         out = [Covered(cuda=label.cuda, torch=label.torch, python=str(floor), platform=platform)]
     return Placement(covers=tuple(out), reason=None if out else NO_CELL)
+
+
+MAX_FILENAME = 240  # files/NAME.metadata must fit a file system's 255-byte name
+SHA256 = re.compile(r"[0-9a-f]{64}")
+CUDA_TAG = re.compile(r"cu[0-9]{3}")
+TORCH_MINOR = re.compile(r"[0-9]{1,2}\.[0-9]{1,3}")
+PYTHON_MINOR = re.compile(r"3\.[0-9]{1,3}")
+ARCH = re.compile(r"sm_[0-9]{2,3}[af]?")
+# what a published URL may hold: printable ASCII, none of the characters that end an attribute,
+# a command-line word or a quoted string
+URL_CHARS = re.compile(r"[A-Za-z0-9._~:/?#\[\]@!$&()*+,;=%-]*")
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+SHAPES = "values of no shape the index serves"  # the head of every refusal reason
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A wheel a source read and the index will not list: a value of it (its name, a URL, a
+    digest, a cell, an arch) is of no shape the index serves. Reported, never written."""
+
+    filename: str
+    reason: str
+
+
+def name_problem(filename: str) -> str | None:
+    """Why a wheel file name cannot be a site's file and link, or None: printable ASCII (no
+    bidi override shown raw), short enough for files/NAME.metadata, a wheel's name."""
+    if not (filename.isascii() and filename.isprintable()):
+        return "a file name with characters other than printable ASCII"
+    if len(filename) > MAX_FILENAME:
+        return f"a file name over {MAX_FILENAME} characters"
+    try:
+        name = parse_wheel_filename(filename)[0]
+    except ValueError:
+        return "a file name that is not a wheel's"
+    if not SAFE_NAME.match(name):
+        return "a project name that is not a plain normalized name"
+    return None
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be a link on a page or in a pip command, or None: https, or plain http
+    to this machine (tests), or "" (a local site's files/NAME)."""
+    if not url:
+        return None
+    if not URL_CHARS.fullmatch(url):
+        return "a URL with characters a link cannot carry"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return "a URL that does not parse"
+    if parts.scheme == "https" and host:
+        return None
+    if parts.scheme == "http" and host in LOOPBACK:
+        return None
+    return "a URL that is not https"
+
+
+def refusal(e: WheelEntry) -> str | None:
+    """Why the index will not list `e`, or None: each value a source gave (a build record, an
+    API asset object, a site's own manifest) checked against its shape before it reaches a
+    path, a page or a command."""
+    problem = name_problem(e.filename) or url_problem(e.url)
+    if problem is None and not SHA256.fullmatch(e.sha256):
+        problem = "a sha256 that is not 64 lowercase hex digits"
+    if (
+        problem is None
+        and e.metadata_sha256 is not None
+        and not SHA256.fullmatch(e.metadata_sha256)
+    ):
+        problem = "a metadata sha256 that is not 64 lowercase hex digits"
+    if problem is None:
+        problem = _cells_problem(e.covers) or _archs_problem(e.sass + e.ptx)
+    if problem is None and e.requires_python is not None:
+        problem = _requires_problem(e.requires_python)
+    return None if problem is None else f"{SHAPES}: {problem}"
+
+
+@lru_cache(maxsize=1024)  # a few distinct values, repeated by every wheel
+def _cells_problem(covers: tuple[Covered, ...]) -> str | None:
+    for c in covers:
+        if not CUDA_TAG.fullmatch(c.cuda):
+            return "a CUDA tag not like 'cu130'"
+        if not TORCH_MINOR.fullmatch(c.torch):
+            return "a torch minor not like '2.14'"
+        if not PYTHON_MINOR.fullmatch(c.python):
+            return "a Python not like '3.12'"
+        if c.platform not in NAMES:
+            return f"a platform not one of {', '.join(NAMES)}"
+    return None
+
+
+@lru_cache(maxsize=1024)  # a few distinct values, repeated by every wheel
+def _archs_problem(archs: tuple[str, ...]) -> str | None:
+    if all(ARCH.fullmatch(a) for a in archs):
+        return None
+    return "an arch not like 'sm_90', 'sm_90a' or 'sm_100f'"
+
+
+@lru_cache(maxsize=1024)  # a few distinct values, repeated by every wheel
+def _requires_problem(text: str) -> str | None:
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        return "a Requires-Python that is not a PEP 440 specifier"
+    return None
 
 
 def check_name(name: str) -> NormalizedName:

