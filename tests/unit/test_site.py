@@ -88,8 +88,8 @@ def test_collapsed_wheels_are_listed_under_every_combo(tmp_path: Path) -> None:
     matrix = load_matrix(REPO)
     stable = "fa3-3.0.0+cu130torch2.10.stable-cp310-abi3-manylinux_2_28_x86_64.whl"
     covers = covers_from_name(stable, matrix).covers
-    assert {c.torch for c in covers} == {"2.10", "2.11", "2.12", "2.13", "2.14"}
-    assert {c.python for c in covers} == {"3.10", "3.11", "3.12", "3.13", "3.14"}
+    assert {c.torch for c in covers} == {"2.10", "2.11", "2.12", "2.13", "2.14", "2.15"}
+    assert {c.python for c in covers} == {"3.10", "3.11", "3.12", "3.13", "3.14", "3.15"}
     free = covers_from_name("kern-1.0+cu126-cp312-cp312-win_amd64.whl", matrix).covers
     assert {c.torch for c in free} == {
         "2.6",
@@ -103,8 +103,8 @@ def test_collapsed_wheels_are_listed_under_every_combo(tmp_path: Path) -> None:
         "2.14",
     }
     result = build_site([entry(stable, covers=covers)], tmp_path, templates=REPO.templates)
-    assert result.combos == 5
-    for minor in ("2.10", "2.14"):
+    assert result.combos == 6  # torch 2.10 to 2.15
+    for minor in ("2.10", "2.15"):
         assert (tmp_path / "cu130" / f"torch{minor}" / "fa3" / "index.html").is_file()
 
 
