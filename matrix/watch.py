@@ -1,80 +1,192 @@
 """Work out the torch.yaml change a torch index implies: new torch minors, new patches, CUDA
-variants per platform, Python ranges, yanked patches. Pure: it reads wheel file names and the
+variants per platform, Python ranges, yanked patches. Pure: it reads wheel file names (and, for
+an index of torch's default variant such as PyPI, the CUDA each platform's METADATA pins) and the
 current YAML text and returns the new text, keeping its comments, order and style (ruamel.yaml
 round-trip). A CUDA the farm has no arch list or toolkit for is left out and named in `needs`:
-that much a person adds by hand."""
+that much a person adds by hand. A file name from an index is data, never trusted: only a final
+release, a `cuXYZ` label (or none, on a default-variant index), a `cp3N` tag of a Python that
+can exist and a farm platform count; anything else (`2.99.0+evil`, `cp3_12`, `cp399`) is not a
+torch wheel the farm plans for."""
 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from email.parser import HeaderParser
+from typing import Any, NamedTuple
 
+from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-from wheelfarm.core.label import cuda_version, torch_minor
+from wheelfarm.core.label import cuda_tag, cuda_version, torch_minor
 from wheelfarm.core.platforms import platform_family
+
+_CPYTHON = re.compile(r"cp3(\d{1,2})")
+# the distributions whose exact pin names the CUDA a torch wheel was built with: the cuda-toolkit
+# metapackage (torch 2.12+ on PyPI) and the runtime wheels torch pinned before it
+_CUDA_PINS = re.compile(r"cuda-toolkit|nvidia-cuda-runtime(-cu\d+)?")
+_MARKER_PLATFORM = {  # (platform_system, sys_platform, platform_machine) a platform's pip sees
+    "linux_x86_64": ("Linux", "linux", "x86_64"),
+    "linux_aarch64": ("Linux", "linux", "aarch64"),
+    "win_amd64": ("Windows", "win32", "AMD64"),
+}
+
+
+class Row(NamedTuple):
+    """One torch wheel as its file name tells it. `cuda` is None for a wheel without a local
+    label: the default variant, whose CUDA only its METADATA says."""
+
+    version: Version
+    cuda: str | None
+    python: str
+    platform: str
+    free_threaded: bool
 
 
 @dataclass
 class Seen:
     """One torch minor as the index shows it: its newest patch that is not yanked, the CUDA
-    builds of that patch per platform, and the CPython minors it has wheels for."""
+    builds of that patch per platform, the CPython minors it has wheels for, and the
+    free-threaded ones (reported, not planned)."""
 
     version: Version
     builds: dict[str, set[str]] = field(default_factory=dict)
     pythons: set[str] = field(default_factory=set)
     yanked: set[Version] = field(default_factory=set)
+    free_threaded: set[str] = field(default_factory=set)
 
 
-def _wheel(filename: str) -> tuple[Version, str, str, str] | None:
-    """(version, cuda, python, platform) of a CUDA torch wheel; None for anything else."""
+def _python(interpreter: str, abi: str, newest: Version | None) -> tuple[str, bool] | None:
+    """('3.12', free-threaded?) for a `cp312`/`cp312t` tag; None for anything else, or for a
+    Python more than one minor past `newest` (no CPython has it yet: `cp399`)."""
+    match = _CPYTHON.fullmatch(interpreter)
+    if match is None or abi not in {interpreter, interpreter + "t"}:
+        return None
+    minor = int(match.group(1))
+    if newest is not None and (newest.major, newest.minor + 1) < (3, minor):
+        return None
+    return f"3.{minor}", abi.endswith("t")
+
+
+def parse_torch_wheel(filename: str, *, newest_python: str | None = None) -> Row | None:
+    """The Row of a final torch wheel for a farm platform and a CPython; None for anything
+    else (another project, a pre-release, a `+cpu` or `+evil` label, macOS, a bad tag)."""
     try:
         name, version, _, tags = parse_wheel_filename(filename)
-    except InvalidWheelFilename:
+    except (InvalidWheelFilename, InvalidVersion):
         return None
-    local = version.local or ""
-    if name != "torch" or version.is_prerelease or not local.startswith("cu"):
+    if name != "torch" or version.is_prerelease or version.is_devrelease or len(tags) != 1:
         return None
-    tag = min(tags, key=str)
-    platform = platform_family(tag.platform)
-    python = tag.interpreter
-    if platform is None or not python.startswith("cp") or tag.abi.endswith("t"):
-        return None  # another OS, or a free-threaded build (experimental; not planned)
+    (tag,) = tags
+    local = version.local
     try:
-        cuda_version(local)
+        cuda = None if local is None else cuda_tag(cuda_version(local))
     except ValueError:
         return None
-    return Version(version.public), local, f"{python[2]}.{python[3:]}", platform
+    platform = platform_family(tag.platform)
+    newest = Version(newest_python) if newest_python else None
+    python = _python(tag.interpreter, tag.abi, newest)
+    if platform is None or python is None or (local is not None and cuda != local):
+        return None
+    return Row(Version(version.public), cuda, python[0], platform, python[1])
 
 
-def observe(files: Iterable[tuple[str, bool]]) -> dict[str, Seen]:
-    """Map each torch minor to what the index shows of it, from (file name, yanked) pairs."""
-    wheels: dict[Version, list[tuple[str, str, str]]] = {}
+def cuda_pin(metadata: str, platform: str) -> tuple[str, str] | None:
+    """(CUDA tag, the requirement) a torch METADATA pins for `platform`: the exact version of
+    `cuda-toolkit` (`cuda-toolkit[cublas,...]==13.2.2` -> cu132) or of NVIDIA's runtime wheel
+    whose marker holds there; None for a CPU wheel (PyPI's Windows torch pins none)."""
+    system, sys_platform, machine = _MARKER_PLATFORM[platform]
+    env: dict[str, str] = {
+        **{k: str(v) for k, v in default_environment().items()},
+        "platform_system": system,
+        "sys_platform": sys_platform,
+        "platform_machine": machine,
+        "extra": "",
+    }
+    for line in HeaderParser().parsestr(metadata).get_all("Requires-Dist") or []:
+        try:
+            req = Requirement(str(line))
+        except InvalidRequirement:
+            continue
+        specs = list(req.specifier)
+        if not _CUDA_PINS.fullmatch(req.name.lower()) or len(specs) != 1:
+            continue
+        if specs[0].operator != "==" or (req.marker is not None and not req.marker.evaluate(env)):
+            continue
+        try:
+            return cuda_tag(Version(specs[0].version)), str(line).strip()
+        except InvalidVersion:
+            continue
+    return None
+
+
+def observe_rows(rows: Iterable[tuple[Row, bool]]) -> dict[str, Seen]:
+    """Map each torch minor to what the index shows of it, from (row, yanked) pairs whose CUDA
+    is known; the newest patch of each minor wins."""
+    wheels: dict[Version, list[Row]] = {}
     yanked: dict[str, set[Version]] = {}
-    for filename, is_yanked in files:
-        parsed = _wheel(filename)
-        if parsed is None:
+    for row, is_yanked in rows:
+        if row.cuda is None:
             continue
-        version, cuda, python, platform = parsed
         if is_yanked:
-            yanked.setdefault(torch_minor(version), set()).add(version)
+            yanked.setdefault(torch_minor(row.version), set()).add(row.version)
             continue
-        wheels.setdefault(version, []).append((cuda, python, platform))
+        wheels.setdefault(row.version, []).append(row)
     seen: dict[str, Seen] = {}
-    for version in sorted(wheels):  # the newest patch of each minor wins
+    for version in sorted(wheels):
         minor = torch_minor(version)
         entry = Seen(version, yanked=yanked.get(minor, set()))
-        for cuda, python, platform in wheels[version]:
-            entry.builds.setdefault(cuda, set()).add(platform)
-            entry.pythons.add(python)
-        seen[minor] = entry
+        for row in wheels[version]:
+            if row.free_threaded:
+                entry.free_threaded.add(f"{row.python}t")
+                continue
+            entry.builds.setdefault(str(row.cuda), set()).add(row.platform)
+            entry.pythons.add(row.python)
+        if entry.builds:
+            seen[minor] = entry
     return seen
+
+
+def observe(
+    files: Iterable[tuple[str, bool]], *, newest_python: str | None = None
+) -> dict[str, Seen]:
+    """Map each torch minor to what a CUDA-labelled index shows of it, from (file name, yanked)
+    pairs; unlabelled wheels (their CUDA unknown) do not count."""
+    rows = ((parse_torch_wheel(f, newest_python=newest_python), y) for f, y in files)
+    return observe_rows((r, y) for r, y in rows if r is not None)
+
+
+def merge(*views: dict[str, Seen]) -> dict[str, Seen]:
+    """What several indexes show together: per minor the newest patch any of them has, and
+    the builds, Pythons and free-threaded builds every index showing that patch lists."""
+    out: dict[str, Seen] = {}
+    for view in views:
+        for minor, entry in view.items():
+            have = out.get(minor)
+            if have is None or entry.version > have.version:
+                out[minor] = Seen(
+                    entry.version,
+                    {c: set(p) for c, p in entry.builds.items()},
+                    set(entry.pythons),
+                    set(entry.yanked) | (have.yanked if have else set()),
+                    set(entry.free_threaded),
+                )
+            elif entry.version == have.version:
+                for cuda, plats in entry.builds.items():
+                    have.builds.setdefault(cuda, set()).update(plats)
+                have.pythons |= entry.pythons
+                have.yanked |= entry.yanked
+                have.free_threaded |= entry.free_threaded
+            else:
+                have.yanked |= entry.yanked
+    return out
 
 
 @dataclass
@@ -145,8 +257,9 @@ def _usable(
 def propose(
     text: str, seen: dict[str, Seen], *, arch: dict[str, set[str]], toolkits: set[str]
 ) -> Proposal:
-    """The torch.yaml `text` brought up to what the index shows. Releases are added or moved
-    forward, builds and Python ranges only grow; nothing the index does not show is removed.
+    """The torch.yaml `text` brought up to what the index shows. Releases are added (minors
+    newer than every release there) or moved forward, builds and Python ranges only grow;
+    nothing the index does not show is removed.
     `arch` maps a CUDA version ('13.0') to the platforms arch.yaml has lists for; `toolkits`
     holds the CUDA tags toolkits.yaml can install."""
     yaml = _yaml()
@@ -160,9 +273,9 @@ def propose(
         proposal.needs += [n for n in needs if n not in proposal.needs]
         release = by_minor.get(minor)
         if release is None:
-            if not builds:
-                continue
             newest = max(releases, key=lambda r: Version(str(r["torch"])))
+            if not builds or Version(minor) < Version(torch_minor(str(newest["torch"]))):
+                continue  # the grid starts where torch.yaml starts: older minors stay out
             release = CommentedMap()
             release["torch"] = DoubleQuotedScalarString(str(entry.version))
             release["python"] = _python_range(entry.pythons)

@@ -432,10 +432,14 @@ def cmd_pages_url(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from wheelfarm.watch import DEFAULT_INDEX, watch, write
+    from wheelfarm.watch import DEFAULT_INDEX, DEFAULT_PYPI, watch, write
 
     root = _root(args)
-    result = watch(root, args.torch_index or DEFAULT_INDEX)
+    result = watch(
+        root, args.torch_index or DEFAULT_INDEX, args.pypi_index or DEFAULT_PYPI, args.timeout
+    )
+    for fact in result.facts:
+        print(fact, file=sys.stderr)
     if args.summary:
         args.summary.write_text(result.summary, encoding="utf-8")
     if args.write and result.proposal.changed:
@@ -765,6 +769,14 @@ def _watch_commands(add: Add) -> None:
     """watch, pr: a torch release becomes a pull request."""
     p = add("watch", cmd_watch, "Work out the torch.yaml change a torch index implies.")
     p.add_argument("--torch-index", help="the PyTorch wheel index (default PyTorch's)")
+    p.add_argument(
+        "--pypi-index",
+        metavar="URL",
+        help="a PEP 691 index of torch's default variant (default PyPI's; 'none' to skip it)",
+    )
+    p.add_argument(
+        "--timeout", type=float, help="seconds for the whole watch (default: none overall)"
+    )
     p.add_argument("--dry-run", action="store_true", help="print the diff only (the default)")
     p.add_argument("--write", action="store_true", help="write the change into torch.yaml")
     p.add_argument("--summary", type=Path, help="write a Markdown summary (changes, plan)")

@@ -1,43 +1,111 @@
 """`wheelfarm watch`: turn a torch release into the torch.yaml change that plans its wheels.
 
-Reads the torch pages of PyTorch's wheel index (PEP 691 JSON where served, else PEP 503 HTML):
-the root page `{index}/torch/` lists every variant; where an index has none, each CUDA variant's
-own page `{index}/cuXYZ/torch/` is read, for the variants torch.yaml knows and the next ones a
-release could add. matrix.watch works out the change; this module also says what it plans (new
-builds, runner-hours, coverage per package) for the pull request that carries it."""
+Two sources, merged. PyTorch's wheel index (PEP 691 JSON where served, else PEP 503 HTML) has
+every CUDA variant: the root page `{index}/torch/` lists them all; where an index has none, each
+variant's own page `{index}/cuXYZ/torch/` is read, for the variants torch.yaml knows and the next
+ones a release could add. A PEP 691 index of the default variant (PyPI, `--pypi-index`) has the
+release as most users get it: versions, upload times, Requires-Python, the Python tags per
+platform, and, in each platform's METADATA, the CUDA it pins. Each fact is printed with the index
+it came from. When only PyPI answers, what it proves is proposed and what it could not check is
+named (exit 10, like any change a person must finish). matrix.watch works out the change; this
+module also says what it plans (new builds, runner-hours, coverage per package) for the pull
+request that carries it."""
 
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import logging
 import shutil
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
+from urllib.parse import urlsplit
+
+import requests
+from packaging.version import Version
 
 from wheelfarm.core.errors import NetworkError, UsageError
-from wheelfarm.core.http import make_session
-from wheelfarm.core.label import cuda_tag, cuda_version
+from wheelfarm.core.http import TIMEOUT, make_session
+from wheelfarm.core.label import cuda_tag, cuda_version, torch_minor
+from wheelfarm.core.remotewheel import wheel_metadata
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.core.simple import IndexFile, project_files
 from wheelfarm.index.coverage import coverage, markdown
 from wheelfarm.matrix.expand import Expansion, expand
 from wheelfarm.matrix.load import load_matrix, parse_yaml
 from wheelfarm.matrix.model import Matrix
-from wheelfarm.matrix.watch import Proposal, observe, propose
+from wheelfarm.matrix.toolkits import compat_facts
+from wheelfarm.matrix.watch import (
+    Proposal,
+    Row,
+    Seen,
+    cuda_pin,
+    merge,
+    observe,
+    observe_rows,
+    parse_torch_wheel,
+    propose,
+)
 
 logger = logging.getLogger(__name__)
 DEFAULT_INDEX = "https://download.pytorch.org/whl/"
+DEFAULT_PYPI = "https://pypi.org/simple/"
+NO_INDEX = "none"  # --pypi-index none: read PyTorch's index only
+RETRIES = 2  # with --timeout: each request is tried this many more times, within the limit
 
 
-def _index(url: str) -> str:
-    """An https index URL (plain http only on this machine's loopback, for tests and mirrors)."""
-    local = url.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]"))
-    if not (url.startswith("https://") or local):
-        msg = f"--torch-index {url!r}: use https (plain http only for 127.0.0.1 or localhost)"
+def _index(url: str, flag: str) -> str:
+    """An https index URL; plain http only on this machine's loopback (127.0.0.0/8, ::1,
+    localhost), judged by the parsed host: `http://localhost.evil.example/` is not loopback."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        named = f"[{host}]" if ":" in host else host
+        exact = parts.netloc.lower() in {named, f"{named}:{parts.port}"}  # not `[::1].evil`
+        loopback = exact and (host == "localhost" or ipaddress.ip_address(host).is_loopback)
+    except ValueError:  # a bad port, or a host that is no IP address
+        loopback = False
+    if not (parts.scheme == "https" and host) and not (parts.scheme == "http" and loopback):
+        msg = f"{flag} {url!r}: use https (plain http only for 127.0.0.1, ::1 or localhost)"
         raise UsageError(msg)
     return url if url.endswith("/") else url + "/"
+
+
+class TimeUpError(NetworkError):
+    """`watch --timeout` passed before the indexes had answered."""
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """The overall limit of one watch: every request gets what is left of it, split over its
+    tries, and none starts after it."""
+
+    seconds: float | None
+    ends: float
+
+    @classmethod
+    def after(cls, seconds: float | None) -> Deadline:
+        if seconds is not None and not 0 < seconds < 10**7:  # about four months
+            msg = f"--timeout {seconds:g}: give a positive number of seconds"
+            raise UsageError(msg)
+        return cls(seconds, time.monotonic() + (seconds if seconds is not None else 0.0))
+
+    def timeout(self, doing: str) -> float:
+        if self.seconds is None:
+            return TIMEOUT
+        left = self.ends - time.monotonic()
+        if left <= 0:
+            msg = f"{doing}: stopped at watch --timeout {self.seconds:g}s; raise it or retry later"
+            raise TimeUpError(msg)
+        return max(0.1, min(TIMEOUT, left / (RETRIES + 1)))
+
+    def session(self) -> requests.Session:
+        return (
+            make_session() if self.seconds is None else make_session(retries=RETRIES, backoff=0.2)
+        )
 
 
 def _candidates(known: set[str]) -> list[str]:
@@ -51,23 +119,118 @@ def _candidates(known: set[str]) -> list[str]:
     return sorted(out, key=cuda_version)
 
 
-def torch_files(index: str, known: set[str]) -> list[IndexFile]:
+def torch_files(index: str, known: set[str], deadline: Deadline | None = None) -> list[IndexFile]:
     """Every torch file the index lists, with its yank."""
-    index = _index(index)
-    with make_session() as session:
+    index = _index(index, "--torch-index")
+    deadline = deadline or Deadline.after(None)
+    with deadline.session() as session:
+        page = f"{index}torch/"
         try:
-            return project_files(session, f"{index}torch/")
+            return project_files(session, page, timeout=deadline.timeout(f"GET {page}"))
         except NetworkError as exc:
             if exc.status != HTTPStatus.NOT_FOUND:
                 raise
         files: list[IndexFile] = []
         for tag in _candidates(known):
+            page = f"{index}{tag}/torch/"
             try:
-                files += project_files(session, f"{index}{tag}/torch/")
-            except NetworkError as exc:  # noqa: PERF203 - a missing variant is an answer
+                files += project_files(session, page, timeout=deadline.timeout(f"GET {page}"))
+            except NetworkError as exc:
                 if exc.status != HTTPStatus.NOT_FOUND:
                     raise
     return files
+
+
+@dataclass
+class DefaultVariant:
+    """What a default-variant index (PyPI) proved, and the platforms whose wheel pins no CUDA."""
+
+    seen: dict[str, Seen] = field(default_factory=dict)
+    facts: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+    cpu_only: dict[Version, list[str]] = field(default_factory=dict)
+
+
+def _span(pythons: set[str]) -> str:
+    ordered = sorted(pythons, key=Version)
+    return ", ".join(f"cp{p.replace('.', '')}" for p in ordered) or "-"
+
+
+def _describe(version: Version, items: list[tuple[Row, IndexFile]], source: str) -> list[str]:
+    """The facts a PEP 691 page gives of one release, each naming its source."""
+    uploads = sorted(f.upload_time for _, f in items if f.upload_time)
+    requires = sorted({f.requires_python for _, f in items if f.requires_python})
+    when = uploads[0] if uploads else "at an unknown time"
+    needs = " | ".join(requires) or "unset"
+    lines = [f"torch {version}: uploaded {when}; Requires-Python {needs} [{source}]"]
+    for platform in sorted({r.platform for r, _ in items}):
+        rows = [r for r, _ in items if r.platform == platform]
+        plain = {r.python for r in rows if not r.free_threaded}
+        threaded = {r.python for r in rows if r.free_threaded}
+        free = f"; free-threaded {_span(threaded).replace(', ', 't, ')}t" if threaded else ""
+        lines.append(f"torch {version} {platform}: {_span(plain)}{free} [{source}]")
+    return lines
+
+
+def _probe(items: list[tuple[Row, IndexFile]], platform: str) -> IndexFile | None:
+    """The wheel whose METADATA speaks for a platform: its newest non-free-threaded Python."""
+    rows = [(r, f) for r, f in items if r.platform == platform and not r.free_threaded]
+    return max(rows, key=lambda rf: Version(rf[0].python))[1] if rows else None
+
+
+def default_variant(
+    pypi: str, current: dict[str, Version], newest_python: str, deadline: Deadline
+) -> DefaultVariant:
+    """The releases a default-variant index has that torch.yaml lacks (a new minor, or a newer
+    patch than `current`), with the CUDA each platform's METADATA pins."""
+    page = f"{_index(pypi, '--pypi-index')}torch/"
+    out = DefaultVariant()
+    with deadline.session() as session:
+        files = project_files(session, page, timeout=deadline.timeout(f"GET {page}"))
+        by_version: dict[Version, list[tuple[Row, IndexFile]]] = {}
+        for f in files:
+            row = parse_torch_wheel(f.filename, newest_python=newest_python)
+            if row is not None and row.cuda is None and not f.yanked:
+                by_version.setdefault(row.version, []).append((row, f))
+        newest: dict[str, Version] = {}
+        for version in by_version:
+            minor = torch_minor(version)
+            newest[minor] = max(newest.get(minor, version), version)
+        floor = max(current.values(), default=Version("0"))
+        news = [v for m, v in newest.items() if v > current.get(m, floor)]
+        proven: list[tuple[Row, bool]] = []
+        for version in sorted(news):
+            items = by_version[version]
+            out.facts += _describe(version, items, page)
+            for platform in sorted({r.platform for r, _ in items}):
+                probe = _probe(items, platform)
+                if probe is None:
+                    continue
+                doing = f"METADATA of {probe.filename}"
+                try:
+                    metadata, how = wheel_metadata(session, probe, timeout=deadline.timeout(doing))
+                except TimeUpError:
+                    raise
+                except NetworkError as exc:
+                    out.unread.append(f"torch {version} {platform}: its CUDA was not read ({exc})")
+                    continue
+                pin = cuda_pin(metadata, platform)
+                if pin is None:
+                    out.cpu_only.setdefault(version, []).append(platform)
+                    out.facts.append(
+                        f"torch {version} {platform}: the wheel pins no CUDA (a CPU build) "
+                        f"[{page}: {doing}, {how}]"
+                    )
+                    continue
+                out.facts.append(
+                    f"torch {version} {platform}: default CUDA {pin[0]} ({pin[1]}) "
+                    f"[{page}: {doing}, {how}]"
+                )
+                proven += [
+                    (r._replace(cuda=pin[0]), False) for r, _ in items if r.platform == platform
+                ]
+    out.seen = observe_rows(proven)
+    return out
 
 
 @dataclass(frozen=True)
@@ -75,6 +238,7 @@ class Watch:
     proposal: Proposal
     diff: str
     summary: str
+    facts: list[str] = field(default_factory=list)
 
 
 def _facts(matrix: Matrix) -> tuple[dict[str, set[str]], set[str]]:
@@ -93,25 +257,111 @@ def _planned_with(root: FarmRoot, text: str) -> tuple[Matrix, Expansion]:
         return matrix, expand(matrix)
 
 
-def watch(root: FarmRoot, index: str = DEFAULT_INDEX) -> Watch:
-    """The torch.yaml change the index implies, its diff and a Markdown summary."""
-    matrix = load_matrix(root)
-    path = root.matrix / "torch.yaml"
-    text = path.read_text(encoding="utf-8")
+def _labelled(
+    index: str, matrix: Matrix, newest_python: str, deadline: Deadline
+) -> dict[str, Seen]:
     known = {cuda for r in matrix.releases for cuda in r.builds}
-    files = torch_files(index, known)
+    files = torch_files(index, known, deadline)
     logger.info("read %d torch files from %s", len(files), index)
-    arch, toolkits = _facts(matrix)
-    proposal = propose(
-        text, observe((f.filename, f.yanked) for f in files), arch=arch, toolkits=toolkits
+    return observe(((f.filename, f.yanked) for f in files), newest_python=newest_python)
+
+
+def _variant_facts(seen: dict[str, Seen], current: dict[str, Version], index: str) -> list[str]:
+    """What a labelled index shows of the releases torch.yaml lacks, naming the index."""
+    lines = []
+    floor = max(current.values(), default=Version("0"))
+    for minor, entry in sorted(seen.items(), key=lambda kv: kv[1].version):
+        if entry.version <= current.get(minor, floor):
+            continue
+        builds = "; ".join(
+            f"{c} {', '.join(sorted(p))}"
+            for c, p in sorted(entry.builds.items(), key=lambda kv: cuda_version(kv[0]))
+        )
+        threaded = sorted(entry.free_threaded, key=lambda p: Version(p[:-1]))
+        free = f"; free-threaded {', '.join(threaded)}" if threaded else ""
+        lines.append(f"torch {entry.version}: {builds}; {_span(entry.pythons)}{free} [{index}]")
+    return lines
+
+
+def _unchecked(index: str, pypi: DefaultVariant) -> list[str]:
+    """What PyPI alone cannot prove, for the person who finishes the change."""
+    lines = []
+    for minor, entry in sorted(pypi.seen.items(), key=lambda kv: kv[1].version):
+        cpu = pypi.cpu_only.get(entry.version, [])
+        also = f" and its CUDA builds for {', '.join(cpu)} (a CPU wheel on PyPI)" if cpu else ""
+        lines.append(
+            f"torch {entry.version}: PyPI proves only its default variant "
+            f"({', '.join(sorted(entry.builds))}); its other CUDA variants{also} are unchecked: "
+            f"add them from PyTorch's release matrix for {minor}, or rerun where {index} answers"
+        )
+    if not lines:
+        lines.append(f"releases only {index} lists are unchecked: rerun where it answers")
+    return [*lines, *pypi.unread]
+
+
+def watch(
+    root: FarmRoot,
+    index: str = DEFAULT_INDEX,
+    pypi: str = DEFAULT_PYPI,
+    timeout: float | None = None,
+) -> Watch:
+    """The torch.yaml change the indexes imply, its diff, a Markdown summary and the facts
+    read (each naming its index). NetworkError when no index answered at all."""
+    deadline = Deadline.after(timeout)
+    matrix = load_matrix(root)
+    text = (root.matrix / "torch.yaml").read_text(encoding="utf-8")
+    current = {torch_minor(r.version): Version(str(r.version)) for r in matrix.releases}
+    compat = compat_facts(root.matrix)
+    pythons = [p for i in compat.images.values() for p in i.pythons]
+    newest_python = max(
+        [*pythons, *(p for r in compat.runners.values() for p in r.pythons)], key=Version
     )
+    views: list[dict[str, Seen]] = []
+    facts: list[str] = []
+    failed: NetworkError | None = None
+    try:
+        labelled = _labelled(index, matrix, newest_python, deadline)
+        views.append(labelled)
+        facts += _variant_facts(labelled, current, index)
+    except TimeUpError:
+        raise
+    except NetworkError as exc:
+        failed = exc  # said in the facts and in what a person must check
+        facts.append(f"{index} did not answer: {exc}")
+    default = DefaultVariant()
+    if pypi != NO_INDEX:
+        try:
+            default = default_variant(pypi, current, newest_python, deadline)
+        except TimeUpError:
+            raise
+        except NetworkError:
+            if failed is not None:
+                raise
+            logger.warning("%s did not answer: the watch reads %s alone", pypi, index)
+        views.append(default.seen)
+        facts += default.facts
+    elif failed is not None:
+        raise failed
+    arch, toolkits = _facts(matrix)
+    proposal = propose(text, merge(*views), arch=arch, toolkits=toolkits)
+    if failed is not None:
+        proposal.needs += _unchecked(index, default)
+    else:
+        proposal.needs += default.unread
     old, new = text.splitlines(keepends=True), proposal.text.splitlines(keepends=True)
     diff = "".join(difflib.unified_diff(old, new, "a/matrix/torch.yaml", "b/matrix/torch.yaml"))
-    return Watch(proposal, diff, _summary(matrix, proposal, root))
+    return Watch(proposal, diff, _summary(matrix, proposal, root, facts), facts)
 
 
-def _summary(matrix: Matrix, proposal: Proposal, root: FarmRoot) -> str:
+def _summary(matrix: Matrix, proposal: Proposal, root: FarmRoot, facts: list[str]) -> str:
     lines = ["## torch.yaml", "", *(f"- {c}" for c in proposal.changes or ["no change"])]
+    if facts:
+        lines += [
+            "",
+            "## What the indexes show (source in brackets)",
+            "",
+            *(f"- {f}" for f in facts),
+        ]
     if proposal.needs:
         lines += ["", "## A person must add", "", *(f"- {n}" for n in proposal.needs)]
     if proposal.changed:

@@ -81,8 +81,9 @@ def run_watch(
     site = tmp_path / "index"
     serve_index(site / "whl", files)
     with served(site) as url:
-        result = wheelfarm("watch", "--torch-index", f"{url}whl/", "--summary",
-                           tmp_path / "summary.md", *args, cwd=farm, check=check)  # fmt: skip
+        result = wheelfarm("watch", "--torch-index", f"{url}whl/", "--pypi-index", "none",
+                           "--summary", tmp_path / "summary.md", *args, cwd=farm,
+                           check=check)  # fmt: skip
     return result.stdout, result.stderr, result.returncode
 
 
@@ -117,25 +118,25 @@ def test_a_new_patch_release_moves_its_minor_forward(farm: Path, tmp_path: Path)
 
 def test_a_new_minor_on_some_platforms_with_a_new_cuda(farm: Path, tmp_path: Path) -> None:
     files = shipped()
-    files += [("2.15.0", "cu130", f"3.{m}", p, False) for m in (11, 12, 13, 14)
+    files += [("2.16.0", "cu130", f"3.{m}", p, False) for m in (11, 12, 13, 14)
               for p in ("linux_x86_64", "linux_aarch64", "win_amd64")]  # fmt: skip
-    files += [("2.15.0", "cu132", "3.12", "linux_x86_64", False)]  # one platform only
-    files += [("2.15.0", "cu140", "3.12", "linux_x86_64", False)]  # a CUDA the farm lacks
+    files += [("2.16.0", "cu132", "3.12", "linux_x86_64", False)]  # one platform only
+    files += [("2.16.0", "cu140", "3.12", "linux_x86_64", False)]  # a CUDA the farm lacks
     out, err, code = run_watch(farm, tmp_path, files, "--write", check=False)
     assert code == 10  # ConfigError: a person must add the new CUDA's arch lists and toolkit
     assert "policy.'14.0' needs arch lists for linux_x86_64" in err
     assert "toolkits.cu140 needs the full CUDA 14.0.x version" in err
-    new = releases(farm)["2.15"]
+    new = releases(farm)["2.16"]
     assert new["python"] == ["3.11", "3.14"]
     assert new["builds"] == {
         "cu130": ["linux_x86_64", "linux_aarch64", "win_amd64"],
         "cu132": ["linux_x86_64"],
     }
     summary = (tmp_path / "summary.md").read_text()
-    assert "torch 2.15.0: new release" in summary and "new builds" in summary
+    assert "torch 2.16.0: new release" in summary and "new builds" in summary
     plan = accepted(farm)  # written without cu140, it validates and plans unedited
-    assert any(b["torch"] == "2.15.0" for b in plan["builds"])  # type: ignore[index, union-attr]
-    assert '+  - torch: "2.15.0"' in out
+    assert any(b["torch"] == "2.16.0" for b in plan["builds"])  # type: ignore[index, union-attr]
+    assert '+  - torch: "2.16.0"' in out
 
 
 def test_a_yanked_patch_is_left_for_the_one_before(farm: Path, tmp_path: Path) -> None:
@@ -148,8 +149,8 @@ def test_a_yanked_patch_is_left_for_the_one_before(farm: Path, tmp_path: Path) -
 
 def test_an_unreachable_index_is_a_clear_error_and_no_change(farm: Path, tmp_path: Path) -> None:
     before = (farm / "matrix" / "torch.yaml").read_text()
-    result = wheelfarm("watch", "--torch-index", "http://127.0.0.1:9/whl/", "--write",
-                       cwd=farm, check=False)  # fmt: skip
+    result = wheelfarm("watch", "--torch-index", "http://127.0.0.1:9/whl/", "--pypi-index",
+                       "http://127.0.0.1:9/simple/", "--write", cwd=farm, check=False)  # fmt: skip
     assert result.returncode == 9
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert (farm / "matrix" / "torch.yaml").read_text() == before

@@ -1,5 +1,7 @@
 """Read one project of a package index: PEP 691 JSON where the index serves it, else the PEP 503
-HTML page. File names, absolute URLs and PEP 592 yanks; nothing on the page is trusted further."""
+HTML page. File names, absolute URLs, PEP 592 yanks, and what PEP 691/700/658 add where the page
+has them (upload time, Requires-Python, size, a served `.metadata` file); nothing on the page is
+trusted further: a field of the wrong type is dropped, an entry without a name or URL skipped."""
 
 from __future__ import annotations
 
@@ -10,12 +12,15 @@ from urllib.parse import urldefrag, urljoin
 
 import requests
 
+from wheelfarm.core import jsonread
 from wheelfarm.core.errors import NetworkError
-from wheelfarm.core.http import request
+from wheelfarm.core.http import TIMEOUT, request
 
 JSON = "application/vnd.pypi.simple.v1+json"
 ACCEPT = f"{JSON}, text/html;q=0.1"
 MAX_FILES = 200_000  # a torch page holds about 10,000; far more is not an index page
+MAX_PAGE_BYTES = 64 << 20  # PyPI's torch page is 0.4 MB of JSON; download.pytorch.org's ~5 MB
+MAX_PAGE_DEPTH = 8  # a PEP 691 page nests 4 deep (page, files, file, hashes)
 
 
 @dataclass(frozen=True)
@@ -23,21 +28,24 @@ class IndexFile:
     filename: str
     url: str
     yanked: bool = False
+    upload_time: str | None = None  # PEP 700, JSON pages only
+    requires_python: str | None = None
+    size: int | None = None
+    core_metadata: bool = False  # PEP 658/714: `<url>.metadata` is served
 
 
 class _Anchors(HTMLParser):
-    """Anchors of a PEP 503 page: (text, href, yanked)."""
+    """Anchors of a PEP 503 page: (text, attributes)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.found: list[tuple[str, str, bool]] = []
-        self._open: tuple[str, bool] | None = None
+        self.found: list[tuple[str, dict[str, str | None]]] = []
+        self._open: dict[str, str | None] | None = None
         self._text: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
-            values = dict(attrs)
-            self._open = (values.get("href") or "", "data-yanked" in values)
+            self._open = dict(attrs)
             self._text = []
 
     def handle_data(self, data: str) -> None:
@@ -46,22 +54,62 @@ class _Anchors(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "a" and self._open is not None:
-            href, yanked = self._open
-            self.found.append(("".join(self._text).strip(), href, yanked))
+            self.found.append(("".join(self._text).strip(), self._open))
             self._open = None
             if len(self.found) > MAX_FILES:
                 msg = f"more than {MAX_FILES} links: not an index page"
                 raise ValueError(msg)
 
 
+def _promises_metadata(value: object) -> bool:
+    """PEP 658/714: `true`, a hashes object, or (HTML) an attribute that is not "false"."""
+    if isinstance(value, str):
+        return value.strip().lower() != "false"
+    return value is True or (isinstance(value, dict) and bool(value))
+
+
 def parse_html(page: str, base: str) -> list[IndexFile]:
     parser = _Anchors()
     parser.feed(page)
-    return [
-        IndexFile(text, urldefrag(urljoin(base, href)).url, yanked)
-        for text, href, yanked in parser.found
-        if text and href
-    ]
+    out = []
+    for text, attrs in parser.found:
+        href = attrs.get("href") or ""
+        if not (text and href):
+            continue
+        metadata = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata", "false"))
+        out.append(
+            IndexFile(
+                text,
+                urldefrag(urljoin(base, href)).url,
+                "data-yanked" in attrs,
+                requires_python=attrs.get("data-requires-python") or None,
+                core_metadata=_promises_metadata(metadata),
+            )
+        )
+    return out
+
+
+def _text(entry: dict[str, Any], key: str) -> str | None:
+    value = entry.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _file(entry: dict[str, Any], base: str) -> IndexFile | None:
+    """One PEP 691 file entry; None when it lacks a string name or URL."""
+    filename, url = _text(entry, "filename"), _text(entry, "url")
+    if filename is None or url is None:
+        return None
+    size = entry.get("size")
+    metadata = entry.get("core-metadata", entry.get("dist-info-metadata", False))
+    return IndexFile(
+        filename,
+        urldefrag(urljoin(base, url)).url,
+        bool(entry.get("yanked")),  # true, or the reason as a string
+        upload_time=_text(entry, "upload-time"),
+        requires_python=_text(entry, "requires-python"),
+        size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None,
+        core_metadata=not isinstance(metadata, str) and _promises_metadata(metadata),
+    )
 
 
 def parse_json(data: Any, base: str) -> list[IndexFile]:  # noqa: ANN401 - decoded JSON
@@ -69,21 +117,27 @@ def parse_json(data: Any, base: str) -> list[IndexFile]:  # noqa: ANN401 - decod
     if not isinstance(files, list) or len(files) > MAX_FILES:
         msg = "a PEP 691 answer needs a 'files' list"
         raise ValueError(msg)
-    return [
-        IndexFile(
-            str(f["filename"]), urldefrag(urljoin(base, str(f["url"]))).url, bool(f.get("yanked"))
-        )
-        for f in files
-        if isinstance(f, dict) and "filename" in f and "url" in f
-    ]
+    return [f for f in (_file(e, base) for e in files if isinstance(e, dict)) if f is not None]
 
 
-def project_files(session: requests.Session, page_url: str) -> list[IndexFile]:
-    """The files of one project page; a page that is neither form is a NetworkError."""
-    response = request(session, "GET", page_url, headers={"Accept": ACCEPT})
+def project_files(
+    session: requests.Session, page_url: str, *, timeout: float = TIMEOUT
+) -> list[IndexFile]:
+    """The files of one project page; a page that is neither form, or one larger or deeper
+    than an index page can be, is a NetworkError."""
+    response = request(session, "GET", page_url, headers={"Accept": ACCEPT}, timeout=timeout)
     try:
+        if len(response.content) > MAX_PAGE_BYTES:
+            msg = f"{len(response.content):,} bytes, more than the {MAX_PAGE_BYTES:,} allowed"
+            raise ValueError(msg)  # noqa: TRY301 - one message path for every bad page
         if response.headers.get("Content-Type", "").startswith(JSON):
-            return parse_json(response.json(), page_url)
+            data = jsonread.loads(
+                response.content,
+                what="the PEP 691 page",
+                max_bytes=MAX_PAGE_BYTES,
+                max_depth=MAX_PAGE_DEPTH,
+            )
+            return parse_json(data, page_url)
         return parse_html(response.text, page_url)
     except ValueError as exc:
         msg = f"GET {page_url}: not an index page ({exc})"
