@@ -64,8 +64,10 @@ def torch_env(
     call([python, "-m", "venv", partial], log=log)
     source = [] if index == PIP_INDEX else ["--index-url", index]
     # torch alone from its index (its nvidia-* deps live there too), then build tools from
-    # pip's own configuration: a CUDA index need not carry setuptools or ninja.
-    pip_install(venv_python(partial), f"torch=={torch}", *source, log=log)
+    # pip's own configuration: a CUDA index need not carry setuptools or ninja. The exact pin is
+    # the environment's whole point, so a machine-wide constraint file (one that caps torch at
+    # an older release) is set aside for this one install.
+    pip_install(venv_python(partial), f"torch=={torch}", *source, log=log, unconstrained=True)
     pip_install(venv_python(partial), "setuptools>=69", "wheel", "ninja", "numpy", log=log)
     report = json.loads(
         call(
@@ -94,9 +96,13 @@ def torch_env(
     return TorchEnv(path, torch, cuda)
 
 
-def pip_install(python: Path, *args: str | Path, log: Path) -> None:
-    """`python -m pip install --quiet ...` into one venv, logged."""
-    call([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *args], log=log)
+def pip_install(python: Path, *args: str | Path, log: Path, unconstrained: bool = False) -> None:
+    """`python -m pip install --quiet ...` into one venv, logged; `unconstrained`: without the
+    constraint files pip's configuration names (PIP_CONSTRAINT wins over pip.conf, and an empty
+    value does not count, so it names the empty file)."""
+    env = {**os.environ, "PIP_CONSTRAINT": os.devnull} if unconstrained else None
+    argv = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *args]
+    call(argv, log=log, env=env)
 
 
 def install_requirements(python: Path, requirements: tuple[str, ...], *, log: Path) -> None:

@@ -1,0 +1,49 @@
+"""The torch environment pins torch exactly, so a machine-wide pip constraint that caps torch at
+an older release (this machine's /etc/xdg/pip caps it at 2.14.1) must not block torch 2.15.0:
+the torch install alone runs with PIP_CONSTRAINT naming the empty file, the build tools keep
+pip's configuration. The real install is recorded in docs/building.md (issue 24)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from wheelfarm.builder import envs
+
+
+def test_only_the_torch_install_sets_the_constraints_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[list[str], Mapping[str, str] | None]] = []
+
+    def call(argv: Sequence[object], *, env: Mapping[str, str] | None = None, **_: object) -> str:
+        args = [str(a) for a in argv]
+        calls.append((args, env))
+        if "venv" in args:
+            Path(args[-1]).mkdir(parents=True)
+        if args[-1].startswith("import json, torch"):
+            return json.dumps(["2.15.0+cu132", "13.2"])
+        return "311"
+
+    monkeypatch.setattr(envs, "call", call)
+    monkeypatch.setenv("PIP_CONSTRAINT", "/etc/xdg/pip/constraints.txt")
+    made = envs.torch_env(
+        tmp_path, python="python3", torch="2.15.0", cuda="cu132", index=envs.PIP_INDEX, log=tmp_path / "log"
+    )  # fmt: skip
+    assert made.path == tmp_path / "envs" / "torch2.15.0-cu132-cp311"
+    installs = {
+        next(a for a in args if "==" in a or ">=" in a): env
+        for args, env in calls
+        if "install" in args
+    }
+    assert installs["torch==2.15.0"] is not None
+    assert installs["torch==2.15.0"]["PIP_CONSTRAINT"] == os.devnull
+    assert installs["setuptools>=69"] is None  # pip's own configuration, constraints and all
+    assert json.loads((made.path / ".complete").read_text()) == {
+        "torch": "2.15.0+cu132",
+        "cuda": "13.2",
+    }
