@@ -33,6 +33,7 @@ PLATFORMS = {
     "linux_aarch64": "manylinux_2_28_aarch64",
     "win_amd64": "win_amd64",
 }
+JSON = "application/vnd.pypi.simple.v1+json"
 PIN = 'cuda-toolkit[cublas,cudart,cusparse]==13.2.2; platform_system == "Linux"'
 
 
@@ -43,7 +44,8 @@ def wheel(name: str, *, linux: bool) -> bytes:
     metadata += "".join(f"Requires-Dist: {r}\n" for r in requires)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("torch/__init__.py", "# " + "x" * 200_000)  # the directory is at the end
+        # 600 kB stored ahead of the METADATA: a range reader must not fetch it
+        z.writestr("torch/__init__.py", "# " + "x" * 600_000, compress_type=zipfile.ZIP_STORED)
         z.writestr("torch-2.15.0.dist-info/METADATA", metadata)
         z.writestr("torch-2.15.0.dist-info/WHEEL", f"Wheel-Version: 1.0\nTag: {name}\n")
     return out.getvalue()
@@ -220,7 +222,7 @@ def test_a_server_without_ranges_is_named_not_downloaded(farm: Path) -> None:
 def test_a_deep_pep691_page_is_one_line_and_exit_9(farm: Path) -> None:
     fake = Fake()
     deep = ('{"files": ' + "[" * 200 + "]" * 200 + "}").encode()
-    fake.files["/simple/torch/"] = ("application/vnd.pypi.simple.v1+json", deep)
+    fake.files["/simple/torch/"] = (JSON, deep)
     with serving(fake) as url:
         out, err, code = watch(farm, url)
     assert code == 9
@@ -237,3 +239,33 @@ def test_the_overall_timeout_holds_against_a_slow_server(farm: Path) -> None:
     assert code == 9
     assert time.monotonic() - started < 10  # seconds, with Python's start
     assert "timed out" in err or "watch --timeout 1.5s" in err
+
+
+def test_pep658_metadata_files_are_read_where_promised(farm: Path) -> None:
+    fake = pypi_files()
+    page = json.loads(fake.files["/simple/torch/"][1])
+    for entry in page["files"]:
+        entry["core-metadata"] = {"sha256": "0" * 64}
+        path = f"/packages/{entry['filename']}"
+        with zipfile.ZipFile(io.BytesIO(fake.files.pop(path)[1])) as z:  # only .metadata served
+            fake.files[path + ".metadata"] = (
+                "text/plain",
+                z.read("torch-2.15.0.dist-info/METADATA"),
+            )
+    fake.files["/simple/torch/"] = (JSON, json.dumps(page).encode())
+    with serving(fake) as url:
+        _, err, code = watch(farm, url)
+    assert code == 10
+    assert "default CUDA cu132" in err and "PEP 658 .metadata" in err
+
+
+def test_a_corrupt_wheel_is_a_named_unread_cuda(farm: Path) -> None:
+    fake = pypi_files()
+    for path, (kind, body) in list(fake.files.items()):
+        if path.endswith(".whl"):  # the zip directory's entries garbled, the size kept
+            start, end = body.rindex(b"PK\x01\x02"), body.rindex(b"PK\x05\x06")
+            fake.files[path] = (kind, body[:start] + b"\xff" * (end - start) + body[end:])
+    with serving(fake) as url:
+        out, err, code = watch(farm, url)
+    assert code == 10 and "2.15.0" not in out  # nothing proven, nothing proposed
+    assert "torch 2.15.0 linux_x86_64: its CUDA was not read (METADATA of" in err

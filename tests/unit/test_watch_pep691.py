@@ -91,6 +91,8 @@ def test_a_pep503_page_keeps_requires_python_and_the_metadata_promise() -> None:
         "torch-2.99.0+cu130-cp399-cp399-manylinux_2_28_x86_64.whl",  # no CPython 3.99
         "torch-2.15.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
         "torch-2.16.0.dev20261101-cp312-cp312-manylinux_2_28_x86_64.whl",
+        "torch-2.16.0rc1-cp312-cp312-manylinux_2_28_x86_64.whl",
+        "torch-latest-cp312-cp312-manylinux_2_28_x86_64.whl",
         "torch-2.15.0-cp312-cp312-macosx_14_0_arm64.whl",
         "torch-2.15.0-cp312-abi3-manylinux_2_28_x86_64.whl",
         "torch-2.15.0-cp312.cp313-cp312-manylinux_2_28_x86_64.whl",
