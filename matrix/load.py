@@ -663,6 +663,7 @@ def _farm(path: Path, schemas: Path, errors: _Collector) -> FarmConfig | None:
     return FarmConfig(
         max_jobs_per_shard=data["max_jobs_per_shard"],
         hosted_job_limit_minutes=data["hosted_job_limit_minutes"],
+        publish_batch_wheels=data["publish_batch_wheels"],
         platforms={k: PlatformInfo(**v) for k, v in data["platforms"].items()},
         split_compile=_split_compile(data.get("split_compile")),
     )

@@ -138,6 +138,7 @@ class FarmConfig:
 
     max_jobs_per_shard: int
     hosted_job_limit_minutes: int
+    publish_batch_wheels: int  # a publish job's share of a shard: it must fit a runner's disk
     platforms: dict[str, PlatformInfo]
     split_compile: SplitCompile | None = None
 

@@ -148,9 +148,9 @@ def _check_filters(filters: Filters, cells: Sequence[Cell]) -> None:
 def shard(
     matrix: Matrix, todo: Sequence[Build], max_jobs: int, splits: dict[str, int] | None = None
 ) -> tuple[Shard, ...]:
-    """Split builds per platform into even shards of at most `max_jobs` jobs. Split builds go
-    to shards of their own (`<platform>-split-IofN`), whose compile-shard jobs also stay under
-    `max_jobs`, so no other build waits for their compile shards."""
+    """Split builds per platform into even shards of at most `max_jobs` jobs. A split build is a
+    shard of its own (`<platform>-split-IofN`): its link job waits for its own compile shards
+    only, so they run together and their caches are fresh when it starts (ADR 13)."""
     splits = splits or {}
     out = []
     for platform in sorted({b.platform for b in todo}):
@@ -170,20 +170,16 @@ def shard(
                 )
                 for i in range(count)
             ]
-        groups: list[list[Build]] = []
-        for b in (b for b in mine if b.id in splits):
-            if not groups or sum(splits[x.id] for x in groups[-1]) + splits[b.id] > max_jobs:
-                groups.append([])
-            groups[-1].append(b)
+        split = [b for b in mine if b.id in splits]
         out += [
             Shard(
-                f"{platform}-split-{i + 1}of{len(groups)}",
+                f"{platform}-split-{i + 1}of{len(split)}",
                 platform,
                 info.runner,
                 info.container,
-                tuple(g),
+                (b,),
             )
-            for i, g in enumerate(groups)
+            for i, b in enumerate(split)
         ]
     return tuple(out)
 

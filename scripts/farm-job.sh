@@ -35,7 +35,9 @@ fi
 export PATH="$venv/bin:$PATH"
 
 if [ -z "${CUDA_HOME:-}" ]; then
-  eval "$(scripts/install-cuda-linux.sh "$CUDA" "$PLATFORM" "$WHEELFARM_CACHE/cuda")"
+  # an assignment fails with its command substitution (set -e); `eval "$(...)"` would not
+  cuda_env="$(scripts/install-cuda-linux.sh "$CUDA" "$PLATFORM" "$WHEELFARM_CACHE/cuda")"
+  eval "$cuda_env"
 fi
 
 args=(--out "$out" --work "${WHEELFARM_WORK:-.wheelfarm/work}" --cache "$WHEELFARM_CACHE")

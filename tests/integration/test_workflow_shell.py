@@ -1,5 +1,5 @@
 """The workflows' `run:` blocks are shell: executed here with bash, with a stand-in `wheelfarm`
-on PATH that records its arguments (the real CLI runs them in test_github_scale)."""
+on PATH that records its arguments (the real CLI runs them in the Actions model, test_actions_model)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,14 @@ import pytest
 from tests.roots import REPO
 from wheelfarm.builder.target import resolve, select
 from wheelfarm.core.errors import ConfigError, PlanError
-from wheelfarm.github.actions import JOB_KEYS, github_outputs
+from wheelfarm.github.actions import (
+    JOB_KEYS,
+    MAX_OUTPUT_BYTES,
+    expected,
+    github_outputs,
+    plan_document,
+    shard_outputs,
+)
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
@@ -208,18 +215,46 @@ def test_sharding_600_jobs_into_3() -> None:
     assert [s.name for s in six_hundred] == [f"linux_x86_64-{i}of3" for i in (1, 2, 3)]
 
 
-def test_github_output_is_valid_matrix_json() -> None:
+def test_github_outputs_name_shards_and_the_plan_file_holds_their_matrices() -> None:
     m = load_matrix(REPO)
     plan = make_plan(m, expand(m), filters=Filters(package=("causal-conv1d",)))
-    out = github_outputs(plan, m.farm.hosted_job_limit_minutes)
+    out = github_outputs(plan)
+    document = plan_document(plan, m.farm.hosted_job_limit_minutes, m.farm.publish_batch_wheels)
     total = 0
     for platform in m.farm.platforms:
-        shards = json.loads(out[f"shards_{platform}"])
-        for s in shards:
-            assert len(s["include"]) <= 256
-            assert all(tuple(j) == JOB_KEYS for j in s["include"])
-            total += len(s["include"])
+        for name in json.loads(out[f"shards_{platform}"]):
+            shard = shard_outputs(document, name)
+            include = json.loads(shard["include"])
+            assert len(include) <= 256
+            assert all(tuple(j) == JOB_KEYS for j in include)
+            batches = json.loads(shard["batches"])
+            assert {j["batch"] for j in include} == set(batches)
+            assert sum(len(expected(document, name, b)["include"]) for b in batches) == len(include)
+            total += len(include)
     assert total == int(out["count"]) == len(plan.todo)
+    assert max(len(v.encode("utf-16-le")) for v in out.values()) < 8 * 1024
+
+
+def test_every_shard_of_the_whole_grid_fits_a_job_output() -> None:
+    m = load_matrix(REPO)
+    plan = make_plan(m, expand(m))
+    document = plan_document(plan, m.farm.hosted_job_limit_minutes, m.farm.publish_batch_wheels)
+    sizes = [
+        len(v.encode("utf-16-le"))
+        for name in document["shards"]
+        for v in shard_outputs(document, name).values()
+    ]
+    assert max(sizes) <= MAX_OUTPUT_BYTES
+    assert sum(len(v.encode("utf-16-le")) for v in github_outputs(plan).values()) < 64 * 1024
+
+
+def test_an_output_past_64_kb_is_refused_in_the_plan_job() -> None:
+    m = load_matrix(REPO)
+    plan = make_plan(m, expand(m), filters=Filters(platform=("linux_x86_64",)), max_jobs=256)
+    with pytest.raises(
+        PlanError, match=r"output 'include' is [\d,]+ bytes .* lower max_jobs_per_shard"
+    ):
+        plan_document(plan, m.farm.hosted_job_limit_minutes, m.farm.publish_batch_wheels)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from tests.roots import REPO
 from wheelfarm.builder import shard
 from wheelfarm.builder.shard import Split
 from wheelfarm.core.errors import BuildError, UsageError
-from wheelfarm.github.actions import JOB_KEYS, github_outputs
+from wheelfarm.github.actions import JOB_KEYS, plan_document
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.plan import compile_shards, make_plan
@@ -170,25 +170,27 @@ def test_shipped_plan_splits_long_builds_and_keeps_every_job_under_5_hours() -> 
 def test_link_jobs_wait_for_their_compile_shards_in_a_shard_of_their_own() -> None:
     matrix = load_matrix(REPO)
     plan = make_plan(matrix, expand(matrix))
-    outputs = github_outputs(plan, matrix.farm.hosted_job_limit_minutes)
+    farm = matrix.farm
+    document = plan_document(plan, farm.hosted_job_limit_minutes, farm.publish_batch_wheels)
     seen_split = False
-    for key in ("shards_linux_x86_64", "shards_linux_aarch64", "shards_win_amd64"):
-        for s in json.loads(outputs[key]):
-            compiles = Counter(c["id"] for c in s["compile"])
-            for c in s["compile"]:
-                assert set(c) == set(JOB_KEYS)
-                assert c["compile_shards"] == 0
-            for j in s["include"]:
-                assert set(j) == set(JOB_KEYS)
-                assert j["shard"] == ""
-                assert compiles[j["id"]] == j["compile_shards"]  # its shards, same matrix run
-                k = j["compile_shards"]
-                if k:
-                    seen_split = True
-                    want = {f"{i}/{k}" for i in range(1, k + 1)}
-                    assert {c["shard"] for c in s["compile"] if c["id"] == j["id"]} == want
-            assert ("-split-" in s["name"]) == bool(s["compile"])
-            assert len(s["compile"]) <= 256 and len(s["include"]) <= 256
+    for name, s in document["shards"].items():
+        compiles = Counter(c["id"] for c in s["compile"])
+        for c in s["compile"]:
+            assert set(c) == set(JOB_KEYS)
+            assert c["links"] == 0
+        for j in s["include"]:
+            assert set(j) == set(JOB_KEYS)
+            assert j["part"] == ""
+            assert compiles[j["id"]] == j["links"]  # its shards, same matrix run
+            k = j["links"]
+            if k:
+                seen_split = True
+                want = {f"{i}/{k}" for i in range(1, k + 1)}
+                assert {c["part"] for c in s["compile"] if c["id"] == j["id"]} == want
+        assert ("-split-" in name) == bool(s["compile"])
+        if s["compile"]:  # one split build: its compile shards and its link run together
+            assert len(s["include"]) == 1
+        assert len(s["compile"]) <= 256 and len(s["include"]) <= 256
     assert seen_split
 
 

@@ -10,7 +10,7 @@ import yaml
 
 from tests.roots import REPO
 from tests.workflows import run_block
-from wheelfarm.github.actions import JOB_KEYS, github_outputs
+from wheelfarm.github.actions import JOB_KEYS, github_outputs, plan_document, shard_outputs
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.plan import make_plan
@@ -39,17 +39,27 @@ def test_build_workflows_read_exactly_the_plan_job_keys() -> None:
 
 def test_farm_reads_every_plan_output() -> None:
     matrix = load_matrix(REPO)
-    outputs = github_outputs(
-        make_plan(matrix, expand(matrix)), matrix.farm.hosted_job_limit_minutes
-    )
+    outputs = github_outputs(make_plan(matrix, expand(matrix)))
     farm = yaml.safe_load((WORKFLOWS / "farm.yml").read_text())
     declared = farm["jobs"]["plan"]["outputs"]
     assert set(declared) == set(outputs)
     for key, value in declared.items():
         assert value == f"${{{{ steps.plan.outputs.{key} }}}}"
-    shard_keys = {k for s in __import__("json").loads(outputs["shards_linux_x86_64"]) for k in s}
-    text = (WORKFLOWS / "build-linux.yml").read_text()
-    assert set(re.findall(r"fromJSON\(inputs\.shard\)\.([a-z_]+)", text)) <= shard_keys
+
+
+@pytest.mark.parametrize("name", ["build-linux.yml", "build-windows.yml"])
+def test_shard_workflows_read_every_shard_output(name: str) -> None:
+    matrix = load_matrix(REPO)
+    plan = make_plan(matrix, expand(matrix))
+    document = plan_document(
+        plan, matrix.farm.hosted_job_limit_minutes, matrix.farm.publish_batch_wheels
+    )
+    keys = set(shard_outputs(document, next(iter(document["shards"]))))
+    data = yaml.safe_load((WORKFLOWS / name).read_text())
+    declared = data["jobs"]["targets"]["outputs"]
+    assert set(declared) <= keys
+    read = set(re.findall(r"needs\.targets\.outputs\.([a-z_]+)", (WORKFLOWS / name).read_text()))
+    assert read == set(declared)
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
@@ -88,11 +98,11 @@ def _workflow(name: str) -> dict[str, object]:
 def test_each_shard_publishes_when_its_builds_end_even_if_cancelled() -> None:
     for name in ("build-linux.yml", "build-windows.yml"):
         publish = _workflow(name)["jobs"]["publish"]  # type: ignore[index]
-        assert publish["needs"] == "build"
-        assert publish["if"] == "${{ always() }}"
+        assert publish["needs"] == ["targets", "build"]
+        assert publish["if"] == "${{ always() && needs.targets.result == 'success' }}"
         assert publish["uses"] == "./.github/workflows/publish.yml"
         build = _workflow(name)["jobs"]["build"]  # type: ignore[index]
-        assert build["permissions"] == {"contents": "read"}  # builds never write
+        assert build["permissions"] == {"actions": "read", "contents": "read"}  # never write
 
 
 def test_farm_runs_one_at_a_time_per_repository_and_plans_from_releases() -> None:

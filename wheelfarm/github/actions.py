@@ -1,5 +1,10 @@
-"""GitHub Actions outputs of a plan: one shard list per platform (each shard one matrix of at
-most 256 jobs), job timeouts under the hosted limit, and counts the workflows branch on."""
+"""GitHub Actions glue for a plan (docs/adr/0013-actions-model.md).
+
+GitHub caps a job's outputs at 1 MB (counted as UTF-16), and a plan of the whole grid is more, so
+the plan job's outputs name the shards only, and the plan itself travels as an artifact
+(`plan_document`): each shard's workflow reads its own matrix from it (`shard_outputs`, each
+output under 64 KB), and each of its publish jobs the batch of builds it must publish
+(`expected`)."""
 
 from __future__ import annotations
 
@@ -8,25 +13,31 @@ import math
 from pathlib import Path
 from typing import Any
 
+from wheelfarm.core.errors import PlanError, UsageError
+from wheelfarm.core.jsonread import loads
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.matrix.expand import Build
 from wheelfarm.matrix.plan import Plan
 
-# Keys of one job in the GitHub matrix (a build, a split build's link job or one of its compile
+PLAN_VERSION = 1
+# Keys of one job in a shard's matrix (a build, a split build's link job or one of its compile
 # shards). The build workflows read exactly these (tested).
 JOB_KEYS = (
     "id",
     "cuda",
     "python",
-    "platform",
-    "timeout_minutes",
-    "build_timeout_minutes",
-    "compile_shards",  # a link job: how many shard caches it merges; 0 for a whole build
-    "shard",  # a compile shard: "I/K"; "" otherwise
+    "timeout",  # the job's timeout-minutes
+    "step",  # the build step's: it stops early enough to save its cache
+    "links",  # a link job: how many compile-shard caches it merges; 0 for a whole build
+    "part",  # a compile shard: "I/K"; "" otherwise
+    "batch",  # the publish job that takes its wheel
 )
 # The build step stops this long before the job limit, so its logs and compiler cache are saved
 # and a rerun resumes warm.
 SAVE_MARGIN_MINUTES = 15
+SHOWN = 8  # shard names an error lists
+# per output, as GitHub counts (UTF-16); GitHub's own cap is 1 MB a job
+MAX_OUTPUT_BYTES = 64 * 1024
 
 
 def job(
@@ -34,8 +45,9 @@ def job(
     limit_minutes: int,
     *,
     minutes: float | None = None,
-    compile_shards: int = 0,
-    shard: str = "",
+    links: int = 0,
+    part: str = "",
+    batch: int = 0,
 ) -> dict[str, object]:
     """One matrix entry; keys are JOB_KEYS. `minutes`: the job's estimate (default the build's)."""
     estimate = build.minutes if minutes is None else minutes
@@ -44,44 +56,119 @@ def job(
         "id": build.id,
         "cuda": build.cuda,
         "python": build.python,
-        "platform": build.platform,
-        "timeout_minutes": timeout,
-        "build_timeout_minutes": timeout - SAVE_MARGIN_MINUTES,
-        "compile_shards": compile_shards,
-        "shard": shard,
+        "timeout": timeout,
+        "step": timeout - SAVE_MARGIN_MINUTES,
+        "links": links,
+        "part": part,
+        "batch": batch,
     }
 
 
 def jobs(
-    plan: Plan, build: Build, limit_minutes: int
+    plan: Plan, build: Build, limit_minutes: int, batch: int = 0
 ) -> tuple[list[dict[str, object]], dict[str, object]]:
     """(compile-shard jobs, the build's job): no shard jobs for a build that is not split."""
     k = plan.splits.get(build.id, 0)
     minutes = plan.job_minutes(build)
-    shards = [job(build, limit_minutes, minutes=minutes[i], shard=f"{i + 1}/{k}") for i in range(k)]
-    return shards, job(build, limit_minutes, minutes=minutes[-1], compile_shards=k)
+    shards = [job(build, limit_minutes, minutes=minutes[i], part=f"{i + 1}/{k}") for i in range(k)]
+    return shards, job(build, limit_minutes, minutes=minutes[-1], links=k, batch=batch)
 
 
-def github_outputs(plan: Plan, limit_minutes: int) -> dict[str, str]:
-    """Step outputs: one shard list per platform (each shard a matrix of builds, `include`, and
-    of the compile shards its split builds' link jobs wait for, `compile`), and counts."""
+def plan_document(plan: Plan, limit_minutes: int, batch_wheels: int) -> dict[str, Any]:
+    """The whole plan as the shard workflows read it: per shard its runner, container, build
+    jobs (`include`), compile-shard jobs (`compile`) and publish batches of `batch_wheels`."""
+    shards: dict[str, Any] = {}
+    for s in plan.shards:
+        made = [jobs(plan, b, limit_minutes, i // batch_wheels) for i, b in enumerate(s.builds)]
+        shards[s.name] = {
+            "platform": s.platform,
+            "runner": s.runner,
+            "container": s.container,
+            "include": [main for _, main in made],
+            "compile": [c for compiles, _ in made for c in compiles],
+            "batches": math.ceil(len(s.builds) / batch_wheels),
+        }
+    document = {"version": PLAN_VERSION, "shards": shards}
+    for name in shards:
+        shard_outputs(
+            document, name
+        )  # refuse here, in the plan job, what a shard job could not hold
+    return document
+
+
+def github_outputs(plan: Plan) -> dict[str, str]:
+    """The plan job's outputs: per platform the names of its shards and how many builds they
+    hold (a few KB for the whole grid), and the total."""
     out = {"count": str(len(plan.todo))}
     for platform in NAMES:
-        shards: list[dict[str, Any]] = []
-        for s in (s for s in plan.shards if s.platform == platform):
-            made = [jobs(plan, b, limit_minutes) for b in s.builds]
-            shards.append(
-                {
-                    "name": s.name,
-                    "runner": s.runner,
-                    "container": s.container,
-                    "include": [main for _, main in made],
-                    "compile": [c for compiles, _ in made for c in compiles],
-                }
-            )
-        out[f"shards_{platform}"] = json.dumps(shards, separators=(",", ":"))
-        out[f"count_{platform}"] = str(sum(len(s["include"]) for s in shards))
+        mine = [s for s in plan.shards if s.platform == platform]
+        out[f"shards_{platform}"] = json.dumps([s.name for s in mine], separators=(",", ":"))
+        out[f"count_{platform}"] = str(sum(len(s.builds) for s in mine))
     return out
+
+
+def read_plan(path: Path) -> dict[str, Any]:
+    """A plan document written by `plan --format github --plan-file`, checked for its shape."""
+    try:
+        document = loads(path.read_bytes(), what=str(path))
+    except OSError as exc:
+        msg = f"{path}: cannot read the plan ({exc.strerror}); the plan job uploads it as `plan`"
+        raise UsageError(msg) from exc
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if not isinstance(document, dict) or document.get("version") != PLAN_VERSION:
+        msg = (
+            f"{path}: not a plan of version {PLAN_VERSION} "
+            "(write it with `wheelfarm plan --format github --plan-file`)"
+        )
+        raise UsageError(msg)
+    if not isinstance(document.get("shards"), dict):
+        msg = f"{path}: the plan has no `shards` mapping"
+        raise UsageError(msg)
+    return document
+
+
+def _shard(document: dict[str, Any], name: str) -> dict[str, Any]:
+    shard = document["shards"].get(name)
+    if not isinstance(shard, dict):
+        names = sorted(document["shards"])
+        more = ", ..." if len(names) > SHOWN else ""
+        msg = f"shard {name!r} is not in the plan (it has: {', '.join(names[:SHOWN])}{more})"
+        raise PlanError(msg)
+    return shard
+
+
+def shard_outputs(document: dict[str, Any], name: str) -> dict[str, str]:
+    """A shard job's outputs: its matrices and publish batches, each under MAX_OUTPUT_BYTES."""
+    shard = _shard(document, name)
+    out = {
+        "runner": str(shard["runner"]),
+        "container": str(shard["container"]),
+        "include": json.dumps(shard["include"], separators=(",", ":")),
+        "compile": json.dumps(shard["compile"], separators=(",", ":")),
+        "batches": json.dumps(list(range(shard["batches"]))),
+        "count": str(len(shard["include"])),
+    }
+    for key, value in out.items():
+        size = len(value.encode("utf-16-le"))
+        if size > MAX_OUTPUT_BYTES:
+            msg = (
+                f"shard {name}: output {key!r} is {size:,} bytes as GitHub counts them (UTF-16), "
+                f"over {MAX_OUTPUT_BYTES:,}; lower max_jobs_per_shard in farm.yaml"
+            )
+            raise PlanError(msg)
+    return out
+
+
+def expected(document: dict[str, Any], name: str, batch: int | None) -> dict[str, Any]:
+    """What one publish job must publish: the shard's builds of `batch` (all when None), in
+    the shape `wheelfarm publish --expect` reads."""
+    shard = _shard(document, name)
+    if batch is not None and not 0 <= batch < shard["batches"]:
+        msg = f"shard {name} has batches 0 to {shard['batches'] - 1}, not {batch}"
+        raise PlanError(msg)
+    chosen = [j for j in shard["include"] if batch is None or j["batch"] == batch]
+    return {"name": name, "include": [{"id": j["id"]} for j in chosen]}
 
 
 def write_outputs(outputs: dict[str, str], target: Path | None) -> str:

@@ -1,0 +1,148 @@
+"""The farm's workflows in the Actions model, against tests/fakegithub.py.
+
+Only what cannot run here is stood in for, by the text of the step: `docker pull` and the
+runner's disk cleanup do nothing; `docker run … scripts/farm-job.sh` (no Docker engine here) and
+the Windows build steps (no pwsh here) write the synthetic wheel, or the compile shard's cache,
+that the target promises (tests/synthetic.py), and take the plan's own estimate for that job on
+the model's clock; `pip install .` does nothing (wheelfarm is installed). Every other `run:`
+block is executed with bash and the real `wheelfarm` CLI, which talks to the fake GitHub."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.actions.model import Instance, Limits, Model
+from tests.actions.standins import standins
+from tests.fakegithub import CONTENT_CREATING, FakeGitHub
+from tests.roots import REPO
+from tests.synthetic import farm_wheel
+from wheelfarm.matrix.expand import expand
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.plan import make_plan
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DOCKER_RUN = re.compile(r"docker run .* scripts/farm-job\.sh", re.DOTALL)
+
+
+@dataclass
+class Faults:
+    failing: set[str] = field(default_factory=set)  # builds whose first attempt fails
+    lose_deploys: int = 0
+
+
+class Farm:
+    """The shipped matrix and workflows (or the `before` fixtures) in a model."""
+
+    def __init__(
+        self,
+        fake: FakeGitHub,
+        work: Path,
+        *,
+        workflows: str = "",
+        faults: Faults | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.matrix = load_matrix(REPO)
+        expansion = expand(self.matrix)
+        self.builds = expansion.by_id
+        self.plan = make_plan(self.matrix, expansion)  # every build's estimate and split
+        self.faults = faults or Faults()
+        self.built: set[str] = set()
+        repo = REPO.path
+        bin_dirs = [str(REPO.path / ".venv" / "bin")]
+        if workflows:  # a copy of the checkout whose workflow files are the fixture's
+            repo = work / "repo"
+            (repo / ".github").mkdir(parents=True)
+            (repo / ".github" / "workflows").symlink_to(FIXTURES / workflows)
+            for entry in REPO.path.iterdir():
+                if entry.name not in {".github", ".git"}:
+                    (repo / entry.name).symlink_to(entry)
+            if (FIXTURES / workflows / "bin").is_dir():
+                bin_dirs.insert(0, str(FIXTURES / workflows / "bin"))
+        env = {
+            "PATH": os.pathsep.join([*bin_dirs, os.environ["PATH"]]),
+            "HOME": os.environ.get("HOME", "/root"),
+            "PYTHONPATH": str(REPO.path),
+            "GITHUB_API_URL": fake.base,
+            "WHEELFARM_UPLOADS_URL": f"{fake.base}/uploads",
+            "WHEELFARM_GITHUB_TIME_SCALE": str(fake.scale),
+            "GITHUB_SHA": "0" * 40,
+        }
+        run = [
+            (re.compile(r"docker pull .*"), _quick(1.0)),
+            (re.compile(r"sudo rm -rf [^\n]*(\n\s*df -h /)?"), _quick(1.0)),
+            (re.compile(r"python -m pip install \."), _quick(1.0)),
+            (DOCKER_RUN, self.docker_run),
+        ]
+        self.model = Model(
+            repo,
+            work / "model",
+            standins(run=run, shells={"pwsh": self.pwsh}),
+            limits=limits,
+            env=env,
+            github_requests=lambda: (
+                len(fake.times),
+                sum(1 for _, m in fake.times if m in CONTENT_CREATING),
+            ),
+            repository=fake.repo,
+        )
+        self.model.faults["lose_deploys"] = self.faults.lose_deploys
+
+    def docker_run(self, model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:
+        return self.build(
+            model, inst, env["TARGET"], env.get("SHARD", ""), env.get("LINK_CACHES", "")
+        )
+
+    def pwsh(self, model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:
+        script = env["__script"]
+        if "wheelfarm build" in script:
+            assert inst.workspace is not None
+            link = (
+                ".wheelfarm/shard-caches"
+                if (inst.workspace / ".wheelfarm/shard-caches").is_dir()
+                else ""
+            )
+            part = env.get("SHARD", "") if "--shard" in script else ""
+            return self.build(model, inst, env["TARGET"], part, link)
+        if "install-cuda-windows" in script:
+            return 0, 8.0
+        return 0, 0.5
+
+    def build(
+        self, model: Model, inst: Instance, target: str, part: str, link: str
+    ) -> tuple[int, float]:
+        """The target's build (or compile shard, or link) on the model's clock."""
+        assert inst.workspace is not None
+        build = self.builds[target]
+        minutes = self.plan.job_minutes(build)
+        if target in self.faults.failing and not part:
+            self.faults.failing.discard(target)  # the first attempt fails; a rerun passes
+            return 1, minutes[-1] / 2
+        if part:
+            cache = inst.workspace / ".wheelfarm" / "cache" / "ccache"
+            cache.mkdir(parents=True)
+            (cache / f"objects-{part.replace('/', 'of')}").write_bytes(b"\0" * 1024)
+            return 0, minutes[int(part.split("/", maxsplit=1)[0]) - 1]
+        if link:
+            want = self.plan.splits.get(target, 0)
+            folder = inst.workspace / link
+            got = len([d for d in folder.iterdir() if d.is_dir()]) if folder.is_dir() else 0
+            if got < want:
+                model.notes.append(f"{target}: link found {got} of its {want} compile-shard caches")
+                return 1, 5.0
+        out = inst.workspace / "wheelhouse"
+        out.mkdir(parents=True, exist_ok=True)
+        farm_wheel(build, self.matrix.farm.platforms[build.platform].wheel_platform, out)
+        self.built.add(target)
+        return 0, minutes[-1]
+
+
+def _quick(minutes: float) -> Any:
+    def standin(model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:
+        return 0, minutes
+
+    return standin
