@@ -17,6 +17,7 @@ from wheelfarm.core.label import Label, OtherLabel
 from wheelfarm.core.platforms import NAMES, platform_family
 from wheelfarm.core.wheelname import build_id
 from wheelfarm.matrix.model import Matrix
+from wheelfarm.scripts.wheelfarm_install import runs_text
 
 FILES_DIR = "files"  # where a local site keeps its wheels, relative to the site root
 _T = TypeVar("_T")
@@ -131,6 +132,7 @@ class WheelEntry:
             "metadata_sha256": self.metadata_sha256,
             "yanked": self.yanked,
             "archs": {"sass": list(self.sass), "ptx": list(self.ptx)},
+            "runs_on": _runs_on(self.sass, self.ptx),
             "partial_archs": self.partial_archs,
             "unfiled": self.unfiled,
             "covers": [
@@ -381,6 +383,16 @@ def _cells_problem(covers: tuple[Covered, ...]) -> str | None:
 
 
 @lru_cache(maxsize=1024)  # a few distinct values, repeated by every wheel
+def _runs_on(sass: tuple[str, ...], ptx: tuple[str, ...]) -> str | None:
+    """Where the wheel's code runs, in words, by the install helper's rule ('sm_90: 9.0-9.x,
+    sm_120a: 12.0 only'): the landing page shows it. None for an arch of no shape (that entry
+    is dropped with its reason before it is written)."""
+    try:
+        return runs_text(sass, ptx)
+    except ValueError:
+        return None
+
+
 def _archs_problem(archs: tuple[str, ...]) -> str | None:
     if all(ARCH.fullmatch(a) for a in archs):
         return None

@@ -14,7 +14,12 @@ it has no SASS or PTX for (the archs packages.json lists) or a driver too old fo
 (`--ignore-gpu` installs it anyway), and runs pip (or uv) against that (CUDA, torch) index with
 the installed torch pinned, so the installer cannot swap torch. `--print-requirement` prints a
 hash-pinned requirement instead: `name @ URL#sha256=...` (url) or `name==VERSION --hash=sha256:...`
-(hash, for a requirements file). The index must be https (plain http only on loopback) or file.
+(hash, for a requirements file). Every pin names the full local version (`==2.8.3+cu130torch2.14`):
+PyPI refuses local versions on upload, so only the farm's index can satisfy it, where a public
+`==2.8.3` could be met by PyPI's build (or sdist) of the same number. The index must be https
+(plain http only to a loopback address, redirects included) or file; packages.json is read with a
+size cap and within `--timeout` seconds, and each value taken from it into a command is checked
+first (a sha256 is 64 lowercase hex digits, a version carries the farm's label).
 Exit codes: 0 installed (or printed), 1 no matching wheel, 2 bad usage, a --python that does not
 run or has no torch, 3 the index cannot be read, 4 the wheel will not run on this GPU or driver;
 else pip's own. Errors are one line on stderr.
@@ -24,11 +29,13 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import ipaddress
 import json
 import re
 import shlex
 import subprocess
 import sys
+import threading
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Sequence
@@ -39,7 +46,8 @@ MAX_INDEX_BYTES = 256 << 20  # packages.json of a 100,000-wheel farm is well und
 PROBE_SECONDS = 120  # importing torch can take a while on a cold disk
 MAX_DETAIL = 120  # characters of a parser's complaint shown in a message
 CELL = ("cuda", "torch", "python", "platform")  # what a wheel's `covers` must match
-LOOPBACK = ("127.0.0.1", "localhost", "::1")  # plain http is allowed to these only
+INDEX_SECONDS = 120.0  # --timeout's default: reading packages.json, however slowly it comes
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 # The oldest driver each CUDA major's runtime runs on (minor-version compatibility), (Linux,
 # Windows). Source: NVIDIA, "CUDA Compatibility" (docs.nvidia.com/deploy/cuda-compatibility),
 # table "CUDA Toolkit and Minimum Required Driver Version for CUDA Minor Version Compatibility".
@@ -52,7 +60,7 @@ DRIVER_FLOORS = {
 _NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 # An arch as packages.json, verify and cuobjdump name it: sm_90, sm_90a (arch-specific), sm_120f
 # (family-specific); 'compute_90' is read as sm_90.
-ARCH = re.compile(r"(?:sm|compute)_([1-9][0-9]{1,2})([af]?)")
+ARCH = re.compile(r"(?:sm|compute)_([0-9]{2,3})([af]?)")
 _VERSION = re.compile(
     r"v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)"
     r"(?:[-_.]?(?P<pre>alpha|beta|preview|pre|a|b|c|rc)[-_.]?(?P<pre_n>\d*))?"
@@ -133,21 +141,85 @@ def version_key(text: str) -> tuple[object, ...]:
     return (int(match["epoch"] or 0), tuple(release), pre, int(post or -1), dev, local)
 
 
-def check_url(url: str, what: str) -> None:
-    """https, http on loopback, or file: whoever can rewrite the index picks what runs here."""
+def is_loopback(host: str | None) -> bool:
+    """localhost, or an address in 127.0.0.0/8 or ::1, read from the parsed host (never by
+    prefix: `localhost.evil.example` and `127.0.0.1.evil.example` are other hosts)."""
+    if host is None:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name, not an address
+        return False
+
+
+def check_url(url: str, what: str, *, local: bool = True, code: int = USAGE) -> None:
+    """https, http to loopback, or (when `local`) file: whoever can rewrite the index picks
+    what runs here. Whitespace or quotes in a URL are refused too: it is printed into
+    requirements and commands."""
     try:
         parts = urllib.parse.urlsplit(url)
         host = parts.hostname
     except ValueError as exc:
         msg = f"{what} {url!r} is not a URL ({exc}); give https://HOST/PATH/"
-        raise HelperError(msg, USAGE) from exc
-    if parts.scheme in ("https", "file") or (parts.scheme == "http" and host in LOOPBACK):
+        raise HelperError(msg, code) from exc
+    if re.search(r"[\s\"'\\]", url):
+        msg = f"{what} {url!r} holds whitespace, a quote or a backslash; give a plain URL"
+        raise HelperError(msg, code)
+    schemes = ("https", "file") if local else ("https",)
+    if parts.scheme in schemes or (parts.scheme == "http" and is_loopback(host)):
         return
-    msg = (
-        f"{what} {url!r} is not https; use https:// (plain http only to "
-        f"{', '.join(LOOPBACK)}), or file:// for a site on this machine"
-    )
-    raise HelperError(msg, USAGE)
+    local_fix = ", or file:// for a site on this machine" if local else ""
+    msg = f"{what} {url!r} is not https; use https:// (plain http only to loopback){local_fix}"
+    raise HelperError(msg, code)
+
+
+class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only to where --index itself could point: https, or plain http to
+    loopback (a plain-http redirect to another host is refused, not followed)."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: object,
+        code: int,
+        msg: str,
+        headers: object,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        where = f"the redirect from {req.full_url} to"
+        check_url(newurl, where, local=False, code=UNREADABLE_INDEX)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)  # type: ignore[arg-type]
+
+
+def _fetch(url: str, timeout: float) -> bytes:
+    """The body at `url`, at most MAX_INDEX_BYTES + 1 bytes, all of it within `timeout`
+    seconds: the read runs in a daemon thread the helper stops waiting for (a server that
+    sends a byte every few seconds never trips a per-read timeout)."""
+    got: list[bytes] = []
+    failed: list[BaseException] = []
+
+    def read() -> None:
+        opener = urllib.request.build_opener(_CheckedRedirects)
+        try:
+            with opener.open(url, timeout=min(timeout, 60)) as response:
+                got.append(response.read(MAX_INDEX_BYTES + 1))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=read, name="read packages.json", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if failed:
+        raise failed[0]
+    if not got:
+        msg = (
+            f"cannot read {url} within --timeout {timeout:g}s (the server is too slow); "
+            f"retry later or raise --timeout"
+        )
+        raise HelperError(msg, UNREADABLE_INDEX)
+    return got[0]
 
 
 def probe(python: str) -> dict[str, str]:
@@ -189,12 +261,14 @@ def probe(python: str) -> dict[str, str]:
         raise HelperError(msg, USAGE) from exc
 
 
-def read_index(root: str) -> list[dict[str, object]]:
-    """The wheels listed in `<root>packages.json`, each checked to have what the helper reads."""
+def read_index(root: str, timeout: float = INDEX_SECONDS) -> list[dict[str, object]]:
+    """The wheels listed in `<root>packages.json`, each checked to have what the helper reads.
+    JSON nested deeper than Python's recursion limit fails as one line: the standard library's
+    json bounds its own depth there (the farm's jsonread module, which the helper cannot import,
+    sets 64)."""
     url = root + "packages.json"
     try:
-        with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - check_url ran
-            body = response.read(MAX_INDEX_BYTES + 1)
+        body = _fetch(url, timeout)
     except (OSError, http.client.HTTPException, ValueError) as exc:  # URLError is an OSError
         reason = getattr(exc, "reason", None) or exc
         msg = f"cannot read {url}: {reason}; check --index (the farm's site root)"
@@ -212,7 +286,7 @@ def read_index(root: str) -> list[dict[str, object]]:
                 raise TypeError(w)  # noqa: TRY301 - one message for every wrong shape
             version_key(w["version"])
             wheel_archs(w)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         msg = f"{url} is not a wheelfarm packages.json ({_short(exc)}); check --index"
         raise HelperError(msg, UNREADABLE_INDEX) from exc
     return list(wheels)
@@ -382,6 +456,27 @@ def choose(
     return max(fits, key=lambda w: version_key(str(w["version"])), default=None)
 
 
+def checked(wheel: dict[str, object]) -> dict[str, object]:
+    """The chosen wheel, once each value the helper puts into a command or a requirement has
+    its shape: a sha256 of 64 lowercase hex digits (not `--hash=... --index-url ...`), and a
+    version carrying the farm's label, equal to its file name's (a public `==2.8.3` could be met
+    by PyPI). A HelperError naming the value otherwise: the index is corrupt or tampered with."""
+    name, sha, version = (str(wheel[k]) for k in ("filename", "sha256", "version"))
+    fix = "the index is corrupt or not the farm's: rebuild it (wheelfarm index) or check --index"
+    if not _SHA256.fullmatch(sha):
+        msg = f"{name}: sha256 {sha[:80]!r} is not 64 lowercase hex digits; {fix}"
+        raise HelperError(msg, UNREADABLE_INDEX)
+    parts = name.split("-")
+    named = parts[1] if len(parts) in (5, 6) and name.endswith(".whl") else None
+    if "+" not in version or named != version:
+        msg = (
+            f"{name[:120]}: version {version[:80]!r} is not its file name's farm-labelled "
+            f"version ({named!r}), so a pin on it could be met by PyPI; {fix}"
+        )
+        raise HelperError(msg, UNREADABLE_INDEX)
+    return wheel
+
+
 def parse_requirement(text: str) -> tuple[str, str | None]:
     """(normalized name, pinned version or None) of PACKAGE or PACKAGE==VERSION."""
     name, sep, pin = (part.strip() for part in text.partition("=="))
@@ -389,6 +484,18 @@ def parse_requirement(text: str) -> tuple[str, str | None]:
         msg = f"{text!r} is not PACKAGE or PACKAGE==VERSION; give e.g. flash-attn==2.8.3"
         raise HelperError(msg, USAGE)
     return normalize(name), pin or None
+
+
+def _seconds(text: str) -> float:
+    """--timeout's value: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < 10**7:
+        msg = f"{text!r} is not a positive number of seconds"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -401,6 +508,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--python", default=sys.executable, help="target interpreter (default: this)"
     )
     parser.add_argument("--uv", action="store_true", help="install with `uv pip` instead of pip")
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=INDEX_SECONDS,
+        metavar="SECONDS",
+        help=f"give up reading the index after this long in all (default {INDEX_SECONDS:g})",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
     parser.add_argument(
         "--ignore-gpu",
@@ -428,7 +542,7 @@ def install(args: argparse.Namespace) -> int:
     package, pin = parse_requirement(args.requirement)
     check_url(args.index, "--index")
     root = args.index.rstrip("/") + "/"
-    wheels = read_index(root)
+    wheels = read_index(root, args.timeout)
     machine = probe(args.python)
     wheel = choose(wheels, package, pin, machine)
     cell = ", ".join(f"{k} {machine[k]}" for k in CELL)
@@ -439,6 +553,7 @@ def install(args: argparse.Namespace) -> int:
         print(f"no {package}{'==' + pin if pin else ''} wheel for {cell}; this index has "
               f"{package} for: {have}", file=sys.stderr)  # fmt: skip
         return 1
+    checked(wheel)
     check_gpu(wheel, machine, ignore=args.ignore_gpu)
     index = f"{root}{machine['cuda']}/torch{machine['torch']}/"
     print(f"# {cell}: {wheel['filename']}", file=sys.stderr)

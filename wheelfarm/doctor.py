@@ -15,12 +15,12 @@ value found, the value needed and the one command that fixes it:
 
 The interpreter is probed in a subprocess; the GPU and driver come from NVML (nvidia-ml-py) when
 installed, else `nvidia-smi`. A wheel is read from its file, from the interpreter's installed
-copy, or from a farm's packages.json (`--index`: its archs when listed; nothing downloaded)."""
+copy, or from a farm's packages.json (`--index`: its archs when listed; nothing downloaded; read
+with a size cap and, over http, within the command's `--timeout`)."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import shutil
 import subprocess
@@ -36,7 +36,8 @@ from packaging.version import InvalidVersion, Version
 
 from wheelfarm.builder.binary import inspect_binary, is_binary
 from wheelfarm.core.errors import SiteError, UsageError
-from wheelfarm.core.http import make_session, request
+from wheelfarm.core.http import Deadline, make_session, request
+from wheelfarm.core.jsonread import loads
 from wheelfarm.core.label import Label, cuda_tag, torch_minor
 from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.root import FarmRoot
@@ -73,6 +74,7 @@ except Exception as exc:
 print(json.dumps(out))
 """
 PROBE_SECONDS = 180
+MAX_INDEX_BYTES = 256 << 20  # the install helper's cap: a 100,000-wheel packages.json is ~60 MB
 # What an import failure says -> (the check that failed, what it means)
 DECODE = (
     (re.compile(r"undefined symbol: _ZN(3c10|2at|5torch)"), "torch",
@@ -148,7 +150,7 @@ def _ask(python: str, *args: str) -> dict[str, Any]:
             [python, "-c", PROBE, *args], capture_output=True, text=True,
             timeout=PROBE_SECONDS, check=False,
         )  # fmt: skip
-        data = json.loads(result.stdout.strip().splitlines()[-1])
+        data = loads(result.stdout.strip().splitlines()[-1], what="the probe's answer")
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
         msg = f"--python {python!r} does not run as a Python interpreter ({exc!r})"
         raise UsageError(msg) from exc
@@ -389,14 +391,16 @@ def diagnose_installed(name: str, python: str, root: FarmRoot) -> list[Check]:
     return [*_checks(facts, env, root), import_check(python, None, modules)]
 
 
-def diagnose_index(name: str, index: str, python: str, root: FarmRoot) -> list[Check]:
+def diagnose_index(
+    name: str, index: str, python: str, root: FarmRoot, *, deadline: Deadline | None = None
+) -> list[Check]:
     """The seven checks of the wheel a farm's index offers this interpreter, from its
     packages.json alone (nothing downloaded): it is not installed, so import fails with the
-    command that installs it."""
+    command that installs it. `deadline` bounds reading packages.json from a server."""
     env = probe(python)
     env.gpu, env.driver = gpu_and_driver()
     base = index.rstrip("/") + "/"
-    entry = _pick(_index_wheels(base), canonicalize_name(name), env, base)
+    entry = _pick(_index_wheels(base, deadline), canonicalize_name(name), env, base)
     try:
         facts = _entry_facts(entry)
     except (KeyError, TypeError, ValueError) as exc:
@@ -409,15 +413,22 @@ def diagnose_index(name: str, index: str, python: str, root: FarmRoot) -> list[C
     return [*_checks(facts, env, root), failed("import", "not installed", "import succeeds", fix)]
 
 
-def _index_wheels(base: str) -> list[dict[str, Any]]:
-    """The wheels of `<base>packages.json` (a URL, or a site folder on this machine)."""
+def _index_wheels(base: str, deadline: Deadline | None) -> list[dict[str, Any]]:
+    """The wheels of `<base>packages.json` (a URL, or a site folder on this machine), at most
+    MAX_INDEX_BYTES of it: a server's body is capped and bounded by `deadline` (core.http), a
+    file's size is checked before it is read."""
     url = base + "packages.json"
     try:
         if "://" in url:
-            body = request(make_session(), "GET", url).content
+            body = request(
+                make_session(), "GET", url, max_bytes=MAX_INDEX_BYTES, deadline=deadline
+            ).content
+        elif Path(url).stat().st_size > MAX_INDEX_BYTES:
+            msg = f"larger than {MAX_INDEX_BYTES:,} bytes"
+            raise ValueError(msg)  # noqa: TRY301 - reported with every other unreadable index
         else:
             body = Path(url).read_bytes()
-        wheels = json.loads(body)["wheels"]
+        wheels = loads(body, what=url, max_bytes=MAX_INDEX_BYTES)["wheels"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         msg = f"--index {base!r}: cannot read a wheelfarm packages.json ({exc!r}); give a site root"
         raise SiteError(msg) from exc

@@ -1,6 +1,6 @@
 """The `a` and `f` arch variants, kept and used (issue 24, part 4): the one rule in the install
 helper (property tests), the fatbin reader on nvcc 13.0's own bytes (tests/unit/fatbins/), and
-the rule as doctor, verify and the helper apply it to an sm_120a-only wheel on a 12.1 GPU
+the rule as doctor, verify, the helper and packages.json's `runs_on` (the landing page) apply it to an sm_120a-only wheel on a 12.1 GPU
 (DGX Spark's GB10) and a 12.0 one. tests/integration/test_arch_variants.py does the same with
 objects nvcc builds there, checked against NVIDIA's cuobjdump."""
 
@@ -21,6 +21,7 @@ from wheelfarm import doctor
 from wheelfarm.builder.binary import KIND_CUBIN, KIND_PTX, BinaryInfo, parse_fatbin
 from wheelfarm.builder.verify import _arch_problems
 from wheelfarm.core.label import Label
+from wheelfarm.index.entries import WheelEntry
 from wheelfarm.matrix.model import ArchList
 from wheelfarm.scripts import wheelfarm_install as helper
 
@@ -86,9 +87,10 @@ def test_the_rule_on_nvidias_examples(
 
 @given(st.text(max_size=12) | st.from_regex(helper.ARCH, fullmatch=True))
 def test_an_arch_name_parses_or_is_a_value_error_naming_it(text: str) -> None:
-    if helper.ARCH.fullmatch(text):
+    match = helper.ARCH.fullmatch(text)
+    if match:
         major, minor, variant = helper.arch_target(text)
-        assert text.endswith(f"_{major}{minor}{variant}")
+        assert (major * 10 + minor, variant) == (int(match[1]), match[2])
     else:
         with pytest.raises(ValueError, match="is not like 'sm_90'") as raised:
             helper.arch_target(text)
@@ -244,3 +246,26 @@ def test_verify_holds_a_wheel_to_where_its_policy_runs(
         assert len(problems) == 1
         assert problem in problems[0]
         assert problems[0].startswith("pkg/_C.so: ")
+
+
+@pytest.mark.parametrize(
+    ("sass", "ptx", "text"),
+    [
+        (("sm_90a", "sm_120a"), (), "sm_90a: 9.0 only, sm_120a: 12.0 only"),
+        (("sm_120f",), ("sm_120",), "sm_120f: 12.0-12.x, PTX sm_120: 12.0 and newer (JIT)"),
+        (("sm_90<img>",), (), None),  # no shape: such an entry is dropped before it is written
+    ],
+)
+def test_packages_json_says_where_each_wheel_runs(
+    sass: tuple[str, ...], ptx: tuple[str, ...], text: str | None
+) -> None:
+    """The landing page shows `runs_on` as it is: the words come from the helper's rule."""
+    wheel = WheelEntry(
+        filename="demo-1.0+cu130torch2.14-cp312-cp312-linux_x86_64.whl",
+        sha256="ab" * 32,
+        size=1,
+        sass=sass,
+        ptx=ptx,
+    )
+    assert wheel.to_json()["runs_on"] == text
+    assert wheel.to_json()["archs"] == {"sass": list(sass), "ptx": list(ptx)}

@@ -185,7 +185,7 @@ def test_the_newest_wheel_is_chosen_by_pep_440(
     [
         (["demo", "--index", "http://example.org/farm/"],
          ("--index 'http://example.org/farm/' is not https; use https:// (plain http only to "
-          "127.0.0.1, localhost, ::1)")),
+          "loopback), or file://")),
         (["demo", "--index", "ftp://127.0.0.1/"], "--index 'ftp://127.0.0.1/' is not https"),
         (["demo", "--index", "http://[::1/"], "--index 'http://[::1/' is not a URL"),
         (["demo>=2", "--index", "https://o.github.io/r/"],
