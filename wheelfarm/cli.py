@@ -456,7 +456,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     root = _root(args)
     target = Path(args.target)
     if args.index:
-        checks = diagnose_index(args.target, args.index, args.python, root)
+        from wheelfarm.core.http import Deadline
+
+        deadline = Deadline.after(args.timeout or args.timeout_default, what="--timeout")
+        checks = diagnose_index(args.target, args.index, args.python, root, deadline=deadline)
     elif target.suffix == ".whl":
         checks = diagnose(_path(target, "wheel"), args.python, root)
     else:
@@ -763,6 +766,7 @@ def _doctor_command(add: Add) -> None:
         help="check the wheel of package TARGET that a farm's index offers this interpreter, "
         "from its packages.json (the site root; nothing downloaded)",
     )
+    _add_timeout(p, 120)  # reading --index's packages.json
 
 
 def _watch_commands(add: Add) -> None:
