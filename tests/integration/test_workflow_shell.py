@@ -45,7 +45,7 @@ def test_dispatch_filters_reach_the_plan(tmp_path: Path) -> None:
 def test_no_filter_plans_everything(tmp_path: Path) -> None:
     calls = _plan_args(tmp_path)
     assert calls == [
-        "plan --existing-releases octo/farm --format github",
+        "plan --existing-releases octo/farm --format github --plan-file plan.json",
         "plan --existing-releases octo/farm",
     ]
 
