@@ -78,7 +78,7 @@ def test_gpu_and_driver_fail_with_the_reason_and_the_fix(
     code, lines = doctor(demo_build.wheel, venv, smi(tmp_path, "7.5, 535.104.05"))
     assert code == 1
     assert lines["gpu"].startswith("FAIL") and "compute capability 7.5" in lines["gpu"]
-    assert "sm_80, sm_90, PTX 90" in lines["gpu"]
+    assert "sm_80: 8.0-8.x, sm_90: 9.0-9.x, PTX sm_90: 9.0 and newer (JIT)" in lines["gpu"]
     assert lines["driver"].startswith("FAIL") and "driver >= 580.65.06" in lines["driver"]
     assert all(lines[c].startswith("pass") for c in ("python", "platform", "torch", "cuda"))
     code, lines = doctor(demo_build.wheel, venv, smi(tmp_path, "8.6, 580.82.07"))
@@ -153,7 +153,8 @@ def test_index_mode_checks_the_offered_wheel_without_downloading_it(
     list_archs(site / "packages.json", demo_build.wheel)
     code, lines = doctor("wheelfarm-demo", venv, smi(tmp_path, "7.5, 535.104.05"), "--index", site)
     assert code == 1
-    assert lines["gpu"].startswith("FAIL") and "sm_80, sm_90, PTX 90" in lines["gpu"]
+    assert lines["gpu"].startswith("FAIL")
+    assert "sm_80: 8.0-8.x, sm_90: 9.0-9.x, PTX sm_90: 9.0 and newer (JIT)" in lines["gpu"]
     assert lines["driver"].startswith("FAIL") and "driver >= 580.65.06" in lines["driver"]
     assert all(lines[c].startswith("pass") for c in ("python", "platform", "torch", "cuda"))
     result = wheelfarm("doctor", "wheelfarm-demo", "--python", venv, "--index", site,
