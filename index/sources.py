@@ -31,6 +31,7 @@ from wheelfarm.index.entries import (
     refusal,
 )
 from wheelfarm.matrix.model import Matrix
+from wheelfarm.scripts.wheelfarm_install import ARCH
 
 Yanks = dict[tuple[str, str], str]  # (normalized name, public version) -> reason
 
@@ -273,8 +274,15 @@ def with_archs(
         return entry
     sass, ptx = record_archs(record)
     wanted = (policy or {}).get(entry.build_id)
-    partial = bool(wanted and not wanted <= set(sass))
+    partial = bool(wanted and not wanted <= {_base(a) for a in sass})
     return dataclasses.replace(entry, sass=sass, ptx=ptx, partial_archs=partial)
+
+
+def _base(arch: str) -> str:
+    """'sm_90a' -> 'sm_90': an `a` or `f` build of a policy's arch is that arch built, as verify
+    counts it (sageattention builds 9.0 as sm_90a); a name of no shape stays itself."""
+    match = ARCH.fullmatch(arch)
+    return f"sm_{match[1]}" if match else arch
 
 
 def with_yank(entry: WheelEntry, yanked: Yanks) -> WheelEntry:

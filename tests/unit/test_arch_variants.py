@@ -22,6 +22,7 @@ from wheelfarm.builder.binary import KIND_CUBIN, KIND_PTX, BinaryInfo, parse_fat
 from wheelfarm.builder.verify import _arch_problems
 from wheelfarm.core.label import Label
 from wheelfarm.index.entries import WheelEntry
+from wheelfarm.index.sources import with_archs
 from wheelfarm.matrix.model import ArchList
 from wheelfarm.scripts import wheelfarm_install as helper
 
@@ -269,3 +270,14 @@ def test_packages_json_says_where_each_wheel_runs(
     )
     assert wheel.to_json()["runs_on"] == text
     assert wheel.to_json()["archs"] == {"sass": list(sass), "ptx": list(ptx)}
+
+
+def test_an_a_build_of_the_policys_arch_is_not_partial() -> None:
+    """sageattention builds 9.0 as sm_90a: its wheel is the policy's, not a quick --archs one."""
+    wheel = WheelEntry(
+        filename="demo-1.0+cu130torch2.14-cp312-cp312-linux_x86_64.whl", sha256="ab" * 32, size=1
+    )
+    record = {"archs_found": {"demo/_C.so": {"cubins": ["sm_80", "sm_90a"], "ptx": []}}}
+    policy = {wheel.build_id: frozenset({"sm_80", "sm_90"})}
+    assert not with_archs(wheel, record, policy).partial_archs
+    assert with_archs(wheel, record, {wheel.build_id: frozenset({"sm_120"})}).partial_archs
