@@ -435,8 +435,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from wheelfarm.watch import DEFAULT_INDEX, DEFAULT_PYPI, watch, write
 
     root = _root(args)
+    timeout = args.timeout or args.timeout_default
     result = watch(
-        root, args.torch_index or DEFAULT_INDEX, args.pypi_index or DEFAULT_PYPI, args.timeout
+        root, args.torch_index or DEFAULT_INDEX, args.pypi_index or DEFAULT_PYPI, timeout
     )
     for fact in result.facts:
         print(fact, file=sys.stderr)
@@ -778,9 +779,7 @@ def _watch_commands(add: Add) -> None:
         metavar="URL",
         help="a PEP 691 index of torch's default variant (default PyPI's; 'none' to skip it)",
     )
-    p.add_argument(
-        "--timeout", type=float, help="seconds for the whole watch (default: none overall)"
-    )
+    _add_timeout(p, 600)
     p.add_argument("--dry-run", action="store_true", help="print the diff only (the default)")
     p.add_argument("--write", action="store_true", help="write the change into torch.yaml")
     p.add_argument("--summary", type=Path, help="write a Markdown summary (changes, plan)")

@@ -18,7 +18,6 @@ import ipaddress
 import logging
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
@@ -28,7 +27,7 @@ import requests
 from packaging.version import Version
 
 from wheelfarm.core.errors import NetworkError, UsageError
-from wheelfarm.core.http import TIMEOUT, make_session
+from wheelfarm.core.http import Deadline, DeadlineError, make_session
 from wheelfarm.core.label import cuda_tag, cuda_version, torch_minor
 from wheelfarm.core.remotewheel import wheel_metadata
 from wheelfarm.core.root import FarmRoot
@@ -54,7 +53,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_INDEX = "https://download.pytorch.org/whl/"
 DEFAULT_PYPI = "https://pypi.org/simple/"
 NO_INDEX = "none"  # --pypi-index none: read PyTorch's index only
-RETRIES = 2  # with --timeout: each request is tried this many more times, within the limit
+RETRIES = 2  # more tries of a request that got no answer or a 5xx
+TIMEOUT = 600.0  # seconds for the whole watch unless --timeout says otherwise
 
 
 def _index(url: str, flag: str) -> str:
@@ -74,38 +74,10 @@ def _index(url: str, flag: str) -> str:
     return url if url.endswith("/") else url + "/"
 
 
-class TimeUpError(NetworkError):
-    """`watch --timeout` passed before the indexes had answered."""
-
-
-@dataclass(frozen=True)
-class Deadline:
-    """The overall limit of one watch: every request gets what is left of it, split over its
-    tries, and none starts after it."""
-
-    seconds: float | None
-    ends: float
-
-    @classmethod
-    def after(cls, seconds: float | None) -> Deadline:
-        if seconds is not None and not 0 < seconds < 10**7:  # about four months
-            msg = f"--timeout {seconds:g}: give a positive number of seconds"
-            raise UsageError(msg)
-        return cls(seconds, time.monotonic() + (seconds if seconds is not None else 0.0))
-
-    def timeout(self, doing: str) -> float:
-        if self.seconds is None:
-            return TIMEOUT
-        left = self.ends - time.monotonic()
-        if left <= 0:
-            msg = f"{doing}: stopped at watch --timeout {self.seconds:g}s; raise it or retry later"
-            raise TimeUpError(msg)
-        return max(0.1, min(TIMEOUT, left / (RETRIES + 1)))
-
-    def session(self) -> requests.Session:
-        return (
-            make_session() if self.seconds is None else make_session(retries=RETRIES, backoff=0.2)
-        )
+def _session() -> requests.Session:
+    """The watch's session: it runs daily, so a failing index is retried briefly (the next
+    day's run is the real retry) and --timeout bounds the whole of it."""
+    return make_session(retries=RETRIES, backoff=0.5)
 
 
 def _candidates(known: set[str]) -> list[str]:
@@ -122,11 +94,10 @@ def _candidates(known: set[str]) -> list[str]:
 def torch_files(index: str, known: set[str], deadline: Deadline | None = None) -> list[IndexFile]:
     """Every torch file the index lists, with its yank."""
     index = _index(index, "--torch-index")
-    deadline = deadline or Deadline.after(None)
-    with deadline.session() as session:
+    with _session() as session:
         page = f"{index}torch/"
         try:
-            return project_files(session, page, timeout=deadline.timeout(f"GET {page}"))
+            return project_files(session, page, deadline=deadline)
         except NetworkError as exc:
             if exc.status != HTTPStatus.NOT_FOUND:
                 raise
@@ -134,7 +105,7 @@ def torch_files(index: str, known: set[str], deadline: Deadline | None = None) -
         for tag in _candidates(known):
             page = f"{index}{tag}/torch/"
             try:
-                files += project_files(session, page, timeout=deadline.timeout(f"GET {page}"))
+                files += project_files(session, page, deadline=deadline)
             except NetworkError as exc:
                 if exc.status != HTTPStatus.NOT_FOUND:
                     raise
@@ -185,8 +156,8 @@ def default_variant(
     patch than `current`), with the CUDA each platform's METADATA pins."""
     page = f"{_index(pypi, '--pypi-index')}torch/"
     out = DefaultVariant()
-    with deadline.session() as session:
-        files = project_files(session, page, timeout=deadline.timeout(f"GET {page}"))
+    with _session() as session:
+        files = project_files(session, page, deadline=deadline)
         by_version: dict[Version, list[tuple[Row, IndexFile]]] = {}
         for f in files:
             row = parse_torch_wheel(f.filename, newest_python=newest_python)
@@ -208,8 +179,8 @@ def default_variant(
                     continue
                 doing = f"METADATA of {probe.filename}"
                 try:
-                    metadata, how = wheel_metadata(session, probe, timeout=deadline.timeout(doing))
-                except TimeUpError:
+                    metadata, how = wheel_metadata(session, probe, deadline=deadline)
+                except DeadlineError:
                     raise
                 except NetworkError as exc:
                     out.unread.append(f"torch {version} {platform}: its CUDA was not read ({exc})")
@@ -303,11 +274,11 @@ def watch(
     root: FarmRoot,
     index: str = DEFAULT_INDEX,
     pypi: str = DEFAULT_PYPI,
-    timeout: float | None = None,
+    timeout: float = TIMEOUT,
 ) -> Watch:
     """The torch.yaml change the indexes imply, its diff, a Markdown summary and the facts
     read (each naming its index). NetworkError when no index answered at all."""
-    deadline = Deadline.after(timeout)
+    deadline = Deadline.after(timeout, what="--timeout")
     matrix = load_matrix(root)
     text = (root.matrix / "torch.yaml").read_text(encoding="utf-8")
     current = {torch_minor(r.version): Version(str(r.version)) for r in matrix.releases}
@@ -323,7 +294,7 @@ def watch(
         labelled = _labelled(index, matrix, newest_python, deadline)
         views.append(labelled)
         facts += _variant_facts(labelled, current, index)
-    except TimeUpError:
+    except DeadlineError:
         raise
     except NetworkError as exc:
         failed = exc  # said in the facts and in what a person must check
@@ -332,7 +303,7 @@ def watch(
     if pypi != NO_INDEX:
         try:
             default = default_variant(pypi, current, newest_python, deadline)
-        except TimeUpError:
+        except DeadlineError:
             raise
         except NetworkError:
             if failed is not None:

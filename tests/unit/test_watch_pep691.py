@@ -1,10 +1,8 @@
 """The PEP 691 side of `wheelfarm watch` (issue 24): the JSON page reader, torch wheel names
 from an index that is not trusted, the CUDA a default-variant METADATA pins, two indexes
-merged, the loopback rule for plain http, and the overall --timeout."""
+merged, and the loopback rule for plain http."""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 from hypothesis import given
@@ -24,7 +22,7 @@ from wheelfarm.matrix.watch import (
     parse_torch_wheel,
     propose,
 )
-from wheelfarm.watch import Deadline, TimeUpError, _index
+from wheelfarm.watch import _index
 
 ARCH = {
     "13.0": {"linux_x86_64", "linux_aarch64", "win_amd64"},
@@ -242,14 +240,3 @@ def test_plain_http_only_on_loopback(url: str) -> None:
 def test_anything_else_is_refused_naming_the_flag(url: str) -> None:
     with pytest.raises(UsageError, match="--pypi-index"):
         _index(url, "--pypi-index")
-
-
-def test_the_overall_timeout() -> None:
-    with pytest.raises(UsageError, match="positive number of seconds"):
-        Deadline.after(0)
-    assert Deadline.after(None).timeout("GET x") == 60.0  # the per-request one
-    deadline = Deadline.after(0.01)
-    assert deadline.timeout("GET x") <= 0.1  # the floor a request gets
-    time.sleep(0.02)
-    with pytest.raises(TimeUpError, match=r"watch --timeout 0\.01s"):
-        deadline.timeout("GET https://pypi.invalid/simple/torch/")

@@ -17,7 +17,7 @@ from http import HTTPStatus
 import requests
 
 from wheelfarm.core.errors import NetworkError
-from wheelfarm.core.http import TIMEOUT, request
+from wheelfarm.core.http import Deadline, read, request
 from wheelfarm.core.simple import IndexFile
 
 MAX_METADATA = 4 << 20  # torch's METADATA is 40 kB
@@ -36,9 +36,11 @@ class _Budget:
 class _RangeFile(io.RawIOBase):
     """A read-only, seekable view of a remote file through `Range: bytes=` requests."""
 
-    def __init__(self, session: requests.Session, url: str, size: int, timeout: float) -> None:
+    def __init__(
+        self, session: requests.Session, url: str, size: int, deadline: Deadline | None
+    ) -> None:
         super().__init__()
-        self._session, self._url, self._size, self._timeout = session, url, size, timeout
+        self._session, self._url, self._size, self._deadline = session, url, size, deadline
         self._pos = 0
         self.budget = _Budget()
 
@@ -71,13 +73,13 @@ class _RangeFile(io.RawIOBase):
             "GET",
             self._url,
             headers={"Range": f"bytes={self._pos}-{end}"},
-            timeout=self._timeout,
-            stream=True,  # a server that ignores Range is not read past `want`
+            deadline=self._deadline,
+            stream=True,  # a server that ignores Range is not read at all
         )
-        with response:
-            span = _RANGE.fullmatch(response.headers.get("Content-Range", ""))
-            ranged = response.status_code == HTTPStatus.PARTIAL_CONTENT and span is not None
-            data = response.raw.read(want + 1) if ranged else b""
+        span = _RANGE.fullmatch(response.headers.get("Content-Range", ""))
+        ranged = response.status_code == HTTPStatus.PARTIAL_CONTENT and span is not None
+        data = read(response, self._url, cap=want, deadline=self._deadline) if ranged else b""
+        response.close()
         if not ranged or int(span.group(1)) != self._pos or len(data) != want:  # type: ignore[union-attr]
             msg = "the server does not answer range requests as asked"
             raise ValueError(msg)
@@ -86,10 +88,10 @@ class _RangeFile(io.RawIOBase):
         return len(data)
 
 
-def _size(session: requests.Session, file: IndexFile, timeout: float) -> int:
+def _size(session: requests.Session, file: IndexFile, deadline: Deadline | None) -> int:
     if file.size is not None:
         return file.size
-    response = request(session, "HEAD", file.url, timeout=timeout, allow_redirects=True)
+    response = request(session, "HEAD", file.url, deadline=deadline, allow_redirects=True)
     length = response.headers.get("Content-Length", "")
     if not length.isdigit():
         msg = "no Content-Length"
@@ -97,8 +99,8 @@ def _size(session: requests.Session, file: IndexFile, timeout: float) -> int:
     return int(length)
 
 
-def _from_zip(session: requests.Session, file: IndexFile, timeout: float) -> bytes:
-    remote = _RangeFile(session, file.url, _size(session, file, timeout), timeout)
+def _from_zip(session: requests.Session, file: IndexFile, deadline: Deadline | None) -> bytes:
+    remote = _RangeFile(session, file.url, _size(session, file, deadline), deadline)
     with zipfile.ZipFile(io.BufferedReader(remote, BLOCK)) as wheel:
         names = [n for n in wheel.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
         if len(names) != 1:
@@ -113,20 +115,20 @@ def _from_zip(session: requests.Session, file: IndexFile, timeout: float) -> byt
 
 
 def wheel_metadata(
-    session: requests.Session, file: IndexFile, *, timeout: float = TIMEOUT
+    session: requests.Session, file: IndexFile, *, deadline: Deadline | None = None
 ) -> tuple[str, str]:
     """(METADATA text, how it was read). NetworkError names the wheel and why on any failure:
     a missing file, a server without ranges, a corrupt or oversized zip."""
     if file.core_metadata:
+        url = file.url + ".metadata"
         try:
-            response = request(session, "GET", file.url + ".metadata", timeout=timeout)
-            if len(response.content) <= MAX_METADATA:
-                return response.content.decode("utf-8", "replace"), "PEP 658 .metadata"
+            response = request(session, "GET", url, deadline=deadline, max_bytes=MAX_METADATA)
+            return response.content.decode("utf-8", "replace"), "PEP 658 .metadata"
         except NetworkError as exc:
             if exc.status != HTTPStatus.NOT_FOUND:
                 raise
     try:
-        data = _from_zip(session, file, timeout)
+        data = _from_zip(session, file, deadline)
     except (zipfile.BadZipFile, ValueError, EOFError, OSError, NotImplementedError,
             struct.error, zlib.error) as exc:  # fmt: skip
         # BadZipFile is a ValueError's sibling here too: a hostile or truncated zip is an

@@ -14,7 +14,7 @@ import requests
 
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import NetworkError
-from wheelfarm.core.http import TIMEOUT, request
+from wheelfarm.core.http import Deadline, request
 
 JSON = "application/vnd.pypi.simple.v1+json"
 ACCEPT = f"{JSON}, text/html;q=0.1"
@@ -121,15 +121,19 @@ def parse_json(data: Any, base: str) -> list[IndexFile]:  # noqa: ANN401 - decod
 
 
 def project_files(
-    session: requests.Session, page_url: str, *, timeout: float = TIMEOUT
+    session: requests.Session, page_url: str, *, deadline: Deadline | None = None
 ) -> list[IndexFile]:
     """The files of one project page; a page that is neither form, or one larger or deeper
     than an index page can be, is a NetworkError."""
-    response = request(session, "GET", page_url, headers={"Accept": ACCEPT}, timeout=timeout)
+    response = request(
+        session,
+        "GET",
+        page_url,
+        headers={"Accept": ACCEPT},
+        deadline=deadline,
+        max_bytes=MAX_PAGE_BYTES,
+    )
     try:
-        if len(response.content) > MAX_PAGE_BYTES:
-            msg = f"{len(response.content):,} bytes, more than the {MAX_PAGE_BYTES:,} allowed"
-            raise ValueError(msg)  # noqa: TRY301 - one message path for every bad page
         if response.headers.get("Content-Type", "").startswith(JSON):
             data = jsonread.loads(
                 response.content,
