@@ -14,6 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+
 from wheelfarm.core.errors import ConfigError, ToolchainError
 from wheelfarm.core.proc import call
 from wheelfarm.matrix.load import requirement_problem
@@ -94,6 +97,39 @@ def torch_env(
     else:
         partial.rename(path)
     return TorchEnv(path, torch, cuda)
+
+
+def _constraint_files() -> list[str]:
+    """The constraint files pip's configuration names (PIP_CONSTRAINT wins over pip.conf)."""
+    if "PIP_CONSTRAINT" in os.environ:
+        return os.environ["PIP_CONSTRAINT"].split()
+    listing = call([sys.executable, "-m", "pip", "config", "list"], capture=True, log=None)
+    out = []
+    for line in listing.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip().endswith(".constraint"):
+            out += value.strip().strip("'\"").split()
+    return out
+
+
+def pip_torch_cap() -> SpecifierSet:
+    """The torch versions pip's configured constraint files allow (all when they name none).
+    `build --local` defaults to the newest torch of these, so a machine whose pip caps torch
+    at the releases it holds builds against one of them; `--torch` asks for any other."""
+    cap = SpecifierSet()
+    for name in _constraint_files():
+        try:
+            lines = Path(name).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue  # pip itself reports a constraint file it cannot read
+        for line in lines:
+            try:
+                req = Requirement(line.split("#", 1)[0].strip())
+            except InvalidRequirement:
+                continue
+            if req.name.lower() == "torch":
+                cap &= req.specifier
+    return cap
 
 
 def pip_install(python: Path, *args: str | Path, log: Path, unconstrained: bool = False) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from wheelfarm.builder import envs
 from wheelfarm.builder.build import BuildOptions, BuildResult, expectation, run_build
 from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
 from wheelfarm.builder.target import Target, resolve, select
@@ -71,7 +72,7 @@ def choose_target(matrix: Matrix, expansion: Expansion, query: TargetQuery) -> T
         cuda=query.cuda or installed_cuda_tag(dict(os.environ)),
         python=query.python or f"{sys.version_info[0]}.{sys.version_info[1]}",
         platform=query.platform or host_platform(),
-        torch=query.torch,
+        torch=query.torch or (_newest_allowed_torch(matrix) if query.local else None),
         version=query.version,
     )
     if query.archs:
@@ -83,6 +84,16 @@ def choose_target(matrix: Matrix, expansion: Expansion, query: TargetQuery) -> T
         build = dataclasses.replace(target.build, archs=archs)
         target = dataclasses.replace(target, build=build)
     return target
+
+
+def _newest_allowed_torch(matrix: Matrix) -> str | None:
+    """The newest torch minor this machine's pip constraints allow, where they rule out a newer
+    one (a pip that caps torch at 2.14.1 builds --local against 2.14); None when they do not."""
+    cap = envs.pip_torch_cap()
+    allowed = [r for r in matrix.releases if cap.contains(str(r.version), prereleases=True)]
+    if not allowed or len(allowed) == len(matrix.releases):
+        return None
+    return max(allowed, key=lambda r: Version(str(r.version))).minor
 
 
 def index_releases(

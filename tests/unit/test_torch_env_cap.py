@@ -1,10 +1,12 @@
 """The torch environment pins torch exactly, so a machine-wide pip constraint that caps torch at
 an older release (this machine's /etc/xdg/pip caps it at 2.14.1) must not block torch 2.15.0:
 the torch install alone runs with PIP_CONSTRAINT naming the empty file, the build tools keep
-pip's configuration. The real install is recorded in docs/building.md (issue 24)."""
+pip's configuration; and `build --local` defaults to the newest torch that cap allows. The real
+install is recorded in docs/building.md (issue 24)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -12,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.roots import REPO
 from wheelfarm.builder import envs
+from wheelfarm.farm import TargetQuery, choose_target
+from wheelfarm.matrix.expand import expand
+from wheelfarm.matrix.load import load_matrix
 
 
 def test_only_the_torch_install_sets_the_constraints_aside(
@@ -47,3 +53,22 @@ def test_only_the_torch_install_sets_the_constraints_aside(
         "torch": "2.15.0+cu132",
         "cuda": "13.2",
     }
+
+
+def test_local_builds_default_to_the_newest_torch_the_cap_allows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    matrix = load_matrix(REPO)
+    expansion = expand(matrix)
+    query = TargetQuery(local=True, cuda="cu130", python="3.11", platform="linux_x86_64")
+    caps = tmp_path / "constraints.txt"
+    caps.write_text(
+        "torch<=2.14.1  # local copies\ntorchvision<=0.29.1\n-r other.txt\nnot a req!\n"
+    )
+    monkeypatch.setenv("PIP_CONSTRAINT", f"{caps} {tmp_path / 'missing.txt'}")
+    assert str(envs.pip_torch_cap()) == "<=2.14.1"
+    assert choose_target(matrix, expansion, query).build.torch == "2.14.1"
+    asked = dataclasses.replace(query, torch="2.15")  # an explicit --torch is not capped
+    assert choose_target(matrix, expansion, asked).build.torch == "2.15.0"
+    monkeypatch.setenv("PIP_CONSTRAINT", os.devnull)  # no cap: the newest torch of the grid
+    assert choose_target(matrix, expansion, query).build.torch == "2.15.0"
