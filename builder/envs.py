@@ -88,7 +88,8 @@ def torch_env(
         shutil.rmtree(partial, ignore_errors=True)
         msg = (
             f"the torch index {index!r} gave torch {report[0]} (CUDA {report[1]}), but the "
-            f"target needs CUDA {want}: pass --torch-index with a {cuda} index"
+            f"target needs CUDA {want}: pass --torch-index with a {cuda} index, or build for "
+            f"the CUDA it gave (--cuda) or another torch (--torch)"
         )
         raise ToolchainError(msg)
     (partial / ".complete").write_text(json.dumps({"torch": report[0], "cuda": report[1]}))
