@@ -170,7 +170,7 @@ def _client(repo: str, args: argparse.Namespace) -> GitHubClient:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from wheelfarm.github.actions import github_outputs, write_outputs
+    from wheelfarm.github.actions import github_outputs, plan_document, write_outputs
     from wheelfarm.github.releases import ReleasesSource
     from wheelfarm.matrix.plan import existing_build_ids, explain, make_plan, table, to_json
 
@@ -188,7 +188,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(explain(plan, cell))
         return 0
     if args.format == "github":
-        outputs = github_outputs(plan, matrix.farm.hosted_job_limit_minutes)
+        if args.plan_file is None:
+            msg = "--format github needs --plan-file FILE: the shards' matrices go there (ADR 13)"
+            raise UsageError(msg)
+        farm = matrix.farm
+        document = plan_document(plan, farm.hosted_job_limit_minutes, farm.publish_batch_wheels)
+        args.plan_file.write_text(json.dumps(document, separators=(",", ":")), encoding="utf-8")
+        outputs = github_outputs(plan)
         target = os.environ.get("GITHUB_OUTPUT")
         print(write_outputs(outputs, Path(target) if target else None), end="")
     elif args.format == "json":
@@ -424,6 +430,22 @@ def cmd_install_cuda(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_shard(args: argparse.Namespace) -> int:
+    from wheelfarm.github.actions import expected, read_plan, shard_outputs, write_outputs
+
+    document = read_plan(args.plan_file)
+    if args.expect is not None:
+        wanted = expected(document, args.name, args.batch)
+        args.expect.write_text(json.dumps(wanted), encoding="utf-8")
+        print(f"{len(wanted['include'])} builds to publish from shard {args.name}")
+        return 0
+    target = os.environ.get("GITHUB_OUTPUT")
+    outputs = shard_outputs(document, args.name)
+    write_outputs(outputs, Path(target) if target else None)
+    print(f"shard {args.name}: {outputs['count']} jobs on {outputs['runner']}")
+    return 0
+
+
 def cmd_pages_url(args: argparse.Namespace) -> int:
     from wheelfarm.github.pages import pages_url
 
@@ -608,6 +630,11 @@ def _matrix_commands(add: Add) -> None:
     _add_timeout(p, 600)
     p.add_argument("--max-jobs", type=int, help="jobs per shard (default farm.yaml, max 256)")
     p.add_argument("--format", choices=("table", "json", "github"), default="table")
+    p.add_argument(
+        "--plan-file",
+        type=Path,
+        help="with --format github: write the plan (each shard's matrices) to this file",
+    )
     p.add_argument(
         "--explain",
         action="append",
@@ -795,7 +822,15 @@ def _watch_commands(add: Add) -> None:
 
 
 def _workflow_commands(add: Add) -> None:
-    """toolkit, pages-url: facts the workflow scripts read."""
+    """toolkit, pages-url, shard: facts the workflow scripts read."""
+    p = add("shard", cmd_shard, "Write one shard's matrices (or a publish batch) from a plan file.")
+    p.add_argument("name", help="the shard's name, e.g. linux_x86_64-1of9")
+    p.add_argument("--plan-file", type=Path, required=True, help="the plan job's artifact")
+    p.add_argument("--batch", type=int, help="one publish batch of the shard")
+    p.add_argument(
+        "--expect", type=Path, help="write what the batch must publish (for publish --expect)"
+    )
+
     p = add("toolkit", cmd_toolkit, "Print what to install for a CUDA tag (toolkits.yaml).")
     p.add_argument("cuda", help="e.g. cu130")
     p.add_argument("--platform", default="linux_x86_64", choices=NAMES)
