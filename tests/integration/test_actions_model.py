@@ -70,6 +70,31 @@ def test_a_matrix_past_256_jobs_fails_the_job_naming_the_limit(tmp_path: Path) -
     assert run.conclusion == "failure"
 
 
+def _most_at_once(model: Model, prefix: str) -> int:
+    spans = [(start, end) for job, _, start, end in model.job_log if job.startswith(prefix)]
+    return max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+
+
+def test_twenty_jobs_run_at_once_and_max_parallel_holds_a_matrix_back(tmp_path: Path) -> None:
+    model = tiny(tmp_path, ci="""
+        on: push
+        jobs:
+          wide:
+            runs-on: ubuntu-24.04
+            strategy: {matrix: {i: "${{ fromJSON('[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25]') }}"}}
+            steps: [{run: "true"}]
+          narrow:
+            runs-on: ubuntu-24.04
+            strategy: {max-parallel: 3, matrix: {i: [1, 2, 3, 4, 5, 6, 7]}}
+            steps: [{run: "true"}]
+    """)  # fmt: skip
+    model.push_branch("main", ["x"])
+    model.run_until_idle()
+    assert _most_at_once(model, "") == 20  # the Free plan's concurrent jobs, all of them busy
+    assert _most_at_once(model, "narrow") == 3
+    assert len(model.job_log) == 32
+
+
 def test_job_outputs_past_1_mb_as_utf16_fail_the_job(tmp_path: Path) -> None:
     model = tiny(tmp_path, ci="""
         on: push
