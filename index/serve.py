@@ -7,7 +7,11 @@ import http.server
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http import HTTPStatus
+from io import BytesIO
 from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import unquote, urlsplit
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -21,6 +25,14 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
         """Quiet by default: pip and uv fetch many pages."""
+
+    def send_head(self) -> BinaryIO | BytesIO | None:
+        """A path no file can have (a NUL byte: open() raises, and the stdlib server logs a
+        traceback and drops the connection) is a 400, not a crash."""
+        if "\0" in unquote(urlsplit(self.path).path):
+            self.send_error(HTTPStatus.BAD_REQUEST, "no file name holds a NUL byte")
+            return None
+        return super().send_head()
 
 
 def make_server(

@@ -14,7 +14,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -24,11 +24,13 @@ from jinja2 import Environment, FileSystemLoader, Template, select_autoescape
 from markupsafe import Markup, escape
 
 from wheelfarm import __version__
+from wheelfarm.core import jsonread
 from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.wheelfile import read_metadata_bytes
 from wheelfarm.index.catalog import Catalog, Scratch
 from wheelfarm.index.entries import FILES_DIR, WheelEntry, check_name
+from wheelfarm.index.lock import LOCK_TIMEOUT, site_lock
 
 MANIFEST = "packages.json"
 SCRIPT = "packages.js"  # the manifest as a script: the landing page works opened from disk
@@ -132,6 +134,9 @@ class _Reader:
                 if self._more():
                     continue  # cut off by the piece's end
                 raise
+            except RecursionError as exc:  # the C decoder's nesting limit: no stack is lost
+                msg = f"a value nested deeper than the decoder follows at character {self._pos}"
+                raise ValueError(msg) from exc
             if end < len(self._buf) or not self._more():  # else a number may go on
                 self._pos = end
                 return value
@@ -227,7 +232,7 @@ class Owned(Scratch):
     def cache(self, name: str) -> object:
         """What the source saved with `name` (decoded JSON), or None."""
         text = self._value(_CACHE, name)
-        return None if text is None else json.loads(text)
+        return None if text is None else jsonread.loads(text, what=f"{OWNED}'s row for {name}")
 
     def files(self) -> Iterator[str]:
         """Every file the site wrote, in path order."""
@@ -243,8 +248,8 @@ def reuse(out: Path, input_key: str) -> SiteResult | None:
     """The site's own report when it was written from the same input (a caller's digest of
     everything it reads), so an unchanged rerun reads no wheel; else None."""
     try:
-        with (out / OWNED).open("rb") as fh:
-            data = json.loads(fh.readline())  # the file list after it is not read
+        with (out / OWNED).open("rb") as fh:  # the file list after line 1 is not read
+            data = jsonread.loads(fh.readline(jsonread.MAX_BYTES + 1), what=f"{OWNED} line 1")
         if not input_key or data.get("input") != input_key:
             return None
         counts = data["counts"]
@@ -301,7 +306,7 @@ def _owned_members(fh: IO[str]) -> Iterator[tuple[int, str, str]]:
     read a line at a time; an older list, one line, is read whole."""
     head, line = fh.readline(), fh.readline()
     if line.rstrip("\n") != _CACHE_OPEN:
-        data = json.loads(line or head)  # a list of version 1 was one line
+        data = jsonread.loads(line or head, what=OWNED)  # a list of version 1 was one line
         yield from ((_FILE, rel, _sha256(sha)) for rel, sha in data["files"].items())
         yield from ((_CACHE, k, json.dumps(row)) for k, row in (data.get("cache") or {}).items())
         return
@@ -321,6 +326,11 @@ def _owned_members(fh: IO[str]) -> Iterator[tuple[int, str, str]]:
 def _member(kind: int, line: str) -> tuple[int, str, str]:
     """One '"key":value' line of a file list, its value checked to be JSON (a sha256 for a
     file) and kept as its text (a cache row is decoded when it is asked for)."""
+    if line.count("[") + line.count("{") > jsonread.MAX_DEPTH and (
+        jsonread.depth(line.encode()) > jsonread.MAX_DEPTH
+    ):  # counted first: a plain line has a bracket or two, and this runs 300,000 times
+        msg = f"a list member nested deeper than {jsonread.MAX_DEPTH}: {line[:80]!r}"
+        raise ValueError(msg)
     key, end = _JSON.raw_decode(line)
     value, stop = _JSON.raw_decode(line, end + 1)
     if not isinstance(key, str) or line[end : end + 1] != ":" or line[stop:] not in ("", ","):
@@ -382,10 +392,14 @@ class _Writer:
         self._mkdir(os.path.dirname(path))  # noqa: PTH120
         return path, path[len(self._root) + 1 :].replace(os.sep, "/")
 
-    def _kept(self, rel: str, sha256: str, path: str) -> bool:
-        """Link the old site's copy when it has these bytes at this path."""
+    def _kept(self, rel: str, sha256: str, path: str, source: os.stat_result | None = None) -> bool:
+        """Link the old site's copy when it has these bytes at this path (and, for a wheel, is
+        its own copy, not a link to the `source` file an older wheelfarm made)."""
         listed = self.owned.sha256(rel)
-        if listed == sha256 and _link(os.path.join(self._old, rel), path):  # noqa: PTH118 - see _path
+        old = os.path.join(self._old, rel)  # noqa: PTH118 - see _path
+        if listed != sha256 or (source is not None and _same_file(old, source)):
+            return False
+        if _link(old, path):
             self.result.unchanged += 1
             return True
         return False
@@ -406,26 +420,34 @@ class _Writer:
         metadata_sha256: str,
         metadata: bytes | None,
         cache: object = None,
+        data: bytes | None = None,
     ) -> None:
-        """files/NAME (a link to `wheel` where the file system allows, else a copy) and
-        files/NAME.metadata (`metadata`, or read from the wheel again when not kept); `cache`
-        is saved under NAME in the site's file list for the source's next run."""
+        """files/NAME (`data`, the wheel's bytes as hashed, else a copy of `wheel`: a link
+        would serve whatever is later written over the wheelhouse's file under the hash read
+        now; ADR 13) and files/NAME.metadata (`metadata`, or read from the wheel again when
+        not kept); `cache` is saved under NAME in the site's file list for the source's next
+        run."""
         if not name or name.startswith(".") or "/" in name or os.sep in name:
             msg = f"refusing to place {name!r}: not a file name"
             raise SiteError(msg)
-        path, rel = self._path(f"{FILES_DIR}/{name}")
-        if not self._kept(rel, sha256, path):
-            if not _link(wheel, path):
-                shutil.copyfile(wheel, path)
-            self.result.written += 1
-        if not self._kept(rel + ".metadata", metadata_sha256, path + ".metadata"):
-            try:
-                data = metadata if metadata is not None else read_metadata_bytes(wheel)
-            except READ_ERRORS as exc:
-                msg = f"{wheel}: not a readable farm wheel ({exc}); rebuild it or remove it"
-                raise SiteError(msg) from exc
-            _write(path + ".metadata", data)
-            self.result.written += 1
+        try:
+            path, rel = self._path(f"{FILES_DIR}/{name}")
+            if not self._kept(rel, sha256, path, wheel.stat()):
+                if data is None:
+                    _copy(wheel, path, sha256)
+                else:
+                    _write(path, data)
+                self.result.written += 1
+            if not self._kept(rel + ".metadata", metadata_sha256, path + ".metadata"):
+                try:
+                    data = metadata if metadata is not None else read_metadata_bytes(wheel)
+                except READ_ERRORS as exc:
+                    msg = f"{wheel}: not a readable farm wheel ({exc}); rebuild it or remove it"
+                    raise SiteError(msg) from exc
+                _write(path + ".metadata", data)
+                self.result.written += 1
+        except OSError as exc:  # a full disk: the old site is untouched
+            raise _write_failed(self.out, exc) from exc
         files, caches = self._spools
         rel = json.dumps(rel)
         files.write(
@@ -536,10 +558,40 @@ def _write(path: str, data: bytes) -> None:
         os.close(fd)
 
 
+def _write_failed(out: Path, exc: OSError) -> SiteError:
+    """An OSError while the new tree is written beside `out` (a full disk, a quota), as one
+    line: the old site is not touched before the swap."""
+    where = f" at {os.path.basename(exc.filename)!r}" if exc.filename else ""  # noqa: PTH119
+    msg = (
+        f"cannot write the new site beside {str(out)!r} ({exc.strerror or exc}{where}); the old "
+        f"site is unchanged: free space there (or fix the cause) and rerun"
+    )
+    return SiteError(msg)
+
+
+def _same_file(path: str, other: os.stat_result) -> bool:
+    """Whether `path` is the file `other` describes (one inode on one device)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (st.st_ino, st.st_dev) == (other.st_ino, other.st_dev)
+
+
+def _copy(wheel: Path, path: str, sha256: str) -> None:
+    """files/NAME as a copy of `wheel`, checked to hold the bytes hashed as `sha256` when the
+    wheel was read (a wheel rewritten between the read and the copy is refused, not served
+    under the old hash)."""
+    shutil.copyfile(wheel, path)
+    if hashlib.sha256(Path(path).read_bytes()).hexdigest() != sha256:
+        msg = f"{wheel}: changed while the index read it; rerun when the wheelhouse is still"
+        raise SiteError(msg)
+
+
 def _link(old: Path | str, path: str) -> bool:
-    """Hard-link `old` (a regular file, never a link) at `path`: a wheel is never changed in
-    place (the builder moves new ones in), so a link is as good as a copy and costs no data
-    write. False when there is none or the two are on different file systems."""
+    """Hard-link `old` (a regular file, never a link) at `path`: the old site's own copy,
+    which nothing else writes, so a link is as good as a copy and costs no data write. False
+    when there is none or the two are on different file systems."""
     try:
         if not stat.S_ISREG(os.lstat(old).st_mode):
             return False
@@ -651,13 +703,22 @@ class Site:
     site or the new one, never half of one. Use it as a context manager: an unfinished tree
     is removed."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, *, lock_timeout: float = LOCK_TIMEOUT) -> None:
         self.out = _site_folder(out)
-        self.owned = read_owned(self.out)
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        _remove_abandoned(self.out)
-        prefix = f".{self.out.name}.{os.getpid()}."
-        self.new = Path(tempfile.mkdtemp(prefix=prefix, suffix=".new", dir=self.out.parent))
+        self._lock = ExitStack()  # held from reading the old site to swapping in the new
+        self._lock.enter_context(site_lock(self.out, lock_timeout))
+        try:
+            self.owned = read_owned(self.out)
+            _remove_abandoned(self.out)
+            prefix = f".{self.out.name}.{os.getpid()}."
+            self.new = Path(tempfile.mkdtemp(prefix=prefix, suffix=".new", dir=self.out.parent))
+        except OSError as exc:
+            self._lock.close()
+            raise _write_failed(self.out, exc) from exc
+        except BaseException:
+            self._lock.close()
+            raise
         self.result = SiteResult()
         self._writer = _Writer(self.new, self.out, self.owned, self.result)
         self.place = self._writer.place  # files/NAME and its .metadata, for one wheel
@@ -668,7 +729,10 @@ class Site:
     def __exit__(self, *_: object) -> None:
         self._writer.close()
         self.owned.close()
-        _remove_tree(self.new)  # unfinished, or the old tree after a swap
+        try:
+            _remove_tree(self.new)  # unfinished, or the old tree after a swap
+        finally:
+            self._lock.close()
 
     def commit(
         self,
@@ -685,6 +749,21 @@ class Site:
         in; `extra` adds root files (coverage.svg, install.py). `unfiled` (wheels in no combo,
         by reason) and `input_key` (see `reuse`) are kept in the site's file list."""
         _check_nothing_lost(self.out, wheels, allow_removal=allow_removal)
+        try:
+            return self._commit(wheels, templates, extra, title, unfiled, input_key)
+        except OSError as exc:
+            raise _write_failed(self.out, exc) from exc
+
+    def _commit(
+        self,
+        wheels: Catalog,
+        templates: Path,
+        extra: dict[str, bytes] | None,
+        title: str,
+        unfiled: dict[str, list[str]] | None,
+        input_key: str,
+    ) -> SiteResult:
+        """`commit` once nothing published is lost: write every page and swap the tree in."""
         result, writer, jinja = self.result, self._writer, _jinja(templates)
         listing = _write_indexes(writer, jinja, wheels)
         result.combos, result.wheels, result.filed = (

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from wheelfarm.core import jsonread
 from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.wheelfile import read_metadata_bytes, requires_python
@@ -77,11 +77,7 @@ def _record(path: Path) -> dict[str, Any] | None:
     """A wheel's build record, or None when it has none."""
     if not path.is_file():
         return None
-    try:
-        record = json.loads(path.read_bytes())
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
-        msg = f"not JSON ({exc})"
-        raise ValueError(msg) from exc
+    record = jsonread.loads(path.read_bytes(), what="the record")  # a ValueError naming it
     if not isinstance(record, dict) or not isinstance(record.get("target", {}), dict):
         msg = "not a build record (a JSON object with a 'target' object)"
         raise ValueError(msg)  # noqa: TRY004 - callers catch ValueError for every bad record
@@ -100,13 +96,15 @@ class Placer(Protocol):
         metadata_sha256: str,
         metadata: bytes | None,
         cache: object = None,
+        data: bytes | None = None,
     ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Known:
     """What an earlier run read from a wheel: trusted while the wheel's (and its build
-    record's) size, mtime and inode are unchanged, so the wheel is not read again."""
+    record's) size, mtime, inode and ctime are unchanged, so the wheel is not read again (a
+    `cp -p` over a wheel keeps the first three; no write keeps the ctime)."""
 
     stat: str
     sha256: str
@@ -138,17 +136,18 @@ WHOLE_READ = 32 << 20  # a wheel up to this size is read once into memory: hash 
 
 
 def _stat_key(st: os.stat_result, record: Path | None) -> str:
-    key = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+    key = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_ctime_ns}"
     if record is None:
         return key
     rs = record.stat()
-    return f"{key}:{rs.st_size}:{rs.st_mtime_ns}:{rs.st_ino}"
+    return f"{key}:{rs.st_size}:{rs.st_mtime_ns}:{rs.st_ino}:{rs.st_ctime_ns}"
 
 
-def _read(wheel: Path, size: int) -> tuple[str, bytes]:
+def _read(wheel: Path, size: int) -> tuple[str, bytes, bytes | None]:
     """The wheel's sha256 and METADATA, in one pass over the file (os.read: Python's file
-    objects add three system calls per open, 300,000 for a 100,000-wheel index); a small
-    wheel's zip is read from the bytes already read, a big one's from the file again."""
+    objects add three system calls per open, 300,000 for a 100,000-wheel index), and a small
+    wheel's bytes: its zip is read from them, and the site's copy written from them (exactly
+    the bytes hashed); a big one's zip is read from the file again."""
     whole = size <= WHOLE_READ
     digest, chunks = hashlib.sha256(), []
     fd = os.open(wheel, os.O_RDONLY)
@@ -159,8 +158,8 @@ def _read(wheel: Path, size: int) -> tuple[str, bytes]:
                 chunks.append(chunk)
     finally:
         os.close(fd)
-    zipped = io.BytesIO(b"".join(chunks)) if whole else wheel
-    return digest.hexdigest(), read_metadata_bytes(zipped)
+    data = b"".join(chunks) if whole else None
+    return digest.hexdigest(), read_metadata_bytes(io.BytesIO(data) if data else wheel), data
 
 
 def from_wheelhouse(
@@ -210,9 +209,9 @@ def _wheels(
             stat = _stat_key(st, record_path if has_record else None)
             old = Known.read(saved(name)) if saved else None
             if old is not None and old.stat == stat:
-                meta, now = None, old
+                meta, data, now = None, None, old
             else:
-                sha, meta = _read(wheel, st.st_size)
+                sha, meta, data = _read(wheel, st.st_size)
                 meta_sha = hashlib.sha256(meta).hexdigest()
                 floor = requires_python(meta)
                 now = Known(stat, sha, meta_sha, sys.intern(floor) if floor else None)
@@ -241,13 +240,13 @@ def _wheels(
             yield Refused(name, problem)
             continue
         if site is not None:
-            site.place(wheel, name, now.sha256, now.metadata_sha256, meta, now)
+            site.place(wheel, name, now.sha256, now.metadata_sha256, meta, now, data)
         yield with_yank(entry, yanked)
 
 
 def wheelhouse_key(folder: Path) -> str:
-    """Digest of a wheelhouse as a listing: each wheel's and build record's name, size and
-    mtime. Equal keys mean nothing in it changed, and nothing needs reading."""
+    """Digest of a wheelhouse as a listing: each wheel's and build record's name, size,
+    mtime, inode and ctime. Equal keys mean nothing in it changed, and nothing needs reading."""
     _check_wheelhouse(folder)
     digest = hashlib.sha256()
     # names alone, each stat taken as it is hashed: 100,000 stat results held to be sorted
@@ -255,7 +254,9 @@ def wheelhouse_key(folder: Path) -> str:
     listing = os.listdir(folder)  # noqa: PTH208 - names alone: no Path per file
     for name in sorted(n for n in listing if n.endswith((".whl", ".whl.build.json"))):
         st = os.stat(os.path.join(folder, name))  # noqa: PTH116, PTH118 - see above
-        digest.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode())
+        digest.update(
+            f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_ctime_ns}\n".encode()
+        )
     return digest.hexdigest()
 
 

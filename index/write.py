@@ -11,6 +11,7 @@ from pathlib import Path
 from wheelfarm import __version__
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.coverage import coverage, svg
+from wheelfarm.index.lock import LOCK_TIMEOUT
 from wheelfarm.index.site import Site, SiteResult, reuse
 from wheelfarm.index.sources import Policy, from_wheelhouse, wheelhouse_key, yanked_versions
 from wheelfarm.matrix.expand import Expansion
@@ -79,15 +80,17 @@ def index_wheelhouse(
     *,
     title: str,
     allow_removal: bool = False,
+    lock_timeout: float = LOCK_TIMEOUT,
 ) -> SiteResult:
-    """The site of a local wheelhouse (wheels linked or copied under files/); a rerun on an
-    unchanged wheelhouse and farm root reports the site as it is, reading no wheel, and a
-    rerun after a change reads only the wheels whose size, mtime or inode changed."""
+    """The site of a local wheelhouse (wheels copied under files/); a rerun on an unchanged
+    wheelhouse and farm root reports the site as it is, reading no wheel, and a rerun after a
+    change reads only the wheels whose size, mtime, inode or ctime changed. Another run
+    writing `out` is waited for up to `lock_timeout` seconds (index/lock.py)."""
     key = _input_key(matrix, wheelhouse, title)
     reused = reuse(out, key)
     if reused is not None:
         return reused
-    with Site(out) as site:
+    with Site(out, lock_timeout=lock_timeout) as site:
         yanked, builds = yanked_versions(matrix), policy(expansion)
         with from_wheelhouse(wheelhouse, matrix, yanked, site, builds, site.owned.cache) as wheels:
             return write_site(

@@ -24,6 +24,7 @@ from wheelfarm.core.errors import (
 )
 from wheelfarm.core.platforms import NAMES, host_platform
 from wheelfarm.core.root import FarmRoot, find_root
+from wheelfarm.index.lock import LOCK_TIMEOUT
 
 if TYPE_CHECKING:
     from wheelfarm.builder.build import BuildOptions
@@ -316,7 +317,11 @@ def _print_site(out: Path, r: SiteResult) -> None:
 
 def cmd_index(args: argparse.Namespace) -> int:
     matrix, expansion = _grid(args)
-    common = {"title": args.title, "allow_removal": args.allow_removal}
+    common = {
+        "title": args.title,
+        "allow_removal": args.allow_removal,
+        "lock_timeout": args.lock_timeout,
+    }
     if args.wheelhouse is not None:
         from wheelfarm.index.write import index_wheelhouse
 
@@ -733,6 +738,14 @@ def _site_commands(add: Add) -> None:
         help="exit 7 when a wheel is in no (cuda, torch) index (the reasons are printed)",
     )
     p.add_argument("--title", default="wheelfarm")
+    p.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=LOCK_TIMEOUT,
+        metavar="SECONDS",
+        help="how long to wait for another index run writing --out (it holds OUT.lock); then "
+        f"exit 7 naming it (default {LOCK_TIMEOUT:g})",
+    )
 
     p = add(
         "publish",

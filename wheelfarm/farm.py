@@ -5,7 +5,6 @@ missing, index). The CLI parses arguments, calls these and prints what they retu
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 import shutil
@@ -23,6 +22,7 @@ from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
 from wheelfarm.builder.target import Target, resolve, select
 from wheelfarm.builder.toolchain import installed_cuda_tag
 from wheelfarm.builder.verify import member_differences, verify_static
+from wheelfarm.core import jsonread
 from wheelfarm.core.errors import PlanError, UsageError, VerifyError
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import host_platform
@@ -32,6 +32,7 @@ from wheelfarm.github.client import GitHubClient
 from wheelfarm.github.publish import Publisher, PublishReport, publish, version_tag
 from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.catalog import Catalog
+from wheelfarm.index.lock import LOCK_TIMEOUT
 from wheelfarm.index.site import Site, SiteResult
 from wheelfarm.index.sources import yanked_versions
 from wheelfarm.index.write import index_wheelhouse, policy, write_site
@@ -104,11 +105,12 @@ def index_releases(
     *,
     title: str,
     allow_removal: bool = False,
+    lock_timeout: float = LOCK_TIMEOUT,
 ) -> SiteResult:
     """The site of a repository's releases (links to the assets; nothing downloaded)."""
     entries = ReleasesSource(client).entries(matrix, yanked_versions(matrix), policy(expansion))
     logger.info("read %d wheels with %d API requests", len(entries), client.requests_made)
-    with Site(out) as site, Catalog(entries) as wheels:
+    with Site(out, lock_timeout=lock_timeout) as site, Catalog(entries) as wheels:
         del entries  # the catalog holds them now
         return write_site(matrix, expansion, wheels, site, title=title, allow_removal=allow_removal)
 
@@ -182,7 +184,7 @@ def check_artifacts(matrix: Matrix, expansion: Expansion, wheels: list[Path]) ->
 
 def _record_problems(wheel: Path, record: Path) -> list[str]:
     try:
-        data = json.loads(record.read_text(encoding="utf-8"))
+        data = jsonread.loads(record.read_bytes(), what=record.name)
         recorded = data["wheel"]["sha256"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return [f"{record.name}: not a build record ({exc!r})"]
@@ -228,7 +230,7 @@ class Rebuilt:
 def _read_record(wheel: Path, path: Path) -> dict[str, Any]:
     """The build record of `wheel` (UsageError when it is not one)."""
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = jsonread.loads(path.read_bytes(), what=path.name)
         named, build_id = record["wheel"]["filename"], record["build_id"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         msg = f"{str(path)!r} is not a build record ({exc!r})"

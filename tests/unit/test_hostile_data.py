@@ -267,3 +267,216 @@ def test_any_build_record_lists_its_wheel_with_shaped_values_or_refuses_it(
         for c in w["covers"]:
             assert entries.CUDA_TAG.fullmatch(c["cuda"])
             assert entries.TORCH_MINOR.fullmatch(c["torch"])
+
+
+# --- smaller rows: a symlink member, a full disk, the lock, bytes written over a wheel ---------
+
+
+def test_verify_flags_a_symlink_member_listed_in_record(tmp_path: Path) -> None:
+    import stat
+    import zipfile
+
+    from tests.synthetic import elf_with_fatbin
+    from tests.unit.test_arch_none import PYCUDA
+    from wheelfarm.builder.build import expectation
+    from wheelfarm.builder.target import resolve
+    from wheelfarm.builder.verify import verify_static
+    from wheelfarm.core.wheelfile import write_wheel
+    from wheelfarm.matrix.expand import expand
+
+    info = "pycuda-2026.1+cu130.dist-info"
+    files = {
+        "pycuda/__init__.py": b"",
+        "pycuda/_driver.cpython-312-x86_64-linux-gnu.so": elf_with_fatbin(b""),
+        "pycuda/secrets": b"/etc/shadow",
+        f"{info}/METADATA": b"Metadata-Version: 2.1\nName: pycuda\nVersion: 2026.1+cu130\n",
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nTag: cp312-cp312-manylinux_2_28_x86_64\n",
+    }
+    plain = tmp_path / "plain.whl"
+    write_wheel(plain, files, info)
+    wheel = tmp_path / "pycuda-2026.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(wheel, "w") as dst:
+        for member in src.infolist():
+            if member.filename == "pycuda/secrets":
+                member.external_attr = (stat.S_IFLNK | 0o777) << 16
+            dst.writestr(member, src.read(member))
+    matrix = load_matrix(REPO)
+    (problem,) = verify_static(wheel, expectation(resolve(matrix, expand(matrix), PYCUDA))).problems
+    assert problem == (
+        "pycuda/secrets: a symbolic link member (to '/etc/shadow'); store the file itself"
+    )
+
+
+def _house(tmp_path: Path, count: int = 2) -> Path:
+    from tests.unit.test_index_owned import wheel
+
+    house = tmp_path / "house"
+    house.mkdir()
+    for i in range(count):
+        wheel(house, GOOD.replace("cp312-cp312", f"cp31{i}-cp31{i}"), body=b"%d" % i)
+    return house
+
+
+def _index(house: Path, out: Path, **kw: float) -> None:
+    from wheelfarm.index.write import index_wheelhouse
+    from wheelfarm.matrix.expand import expand
+
+    matrix = load_matrix(REPO)
+    index_wheelhouse(matrix, expand(matrix), house, out, title="t", **kw)
+
+
+def test_a_full_disk_is_one_line_and_the_old_site_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+    from wheelfarm.core.errors import SiteError
+    from wheelfarm.index import site
+
+    house, out = _house(tmp_path), tmp_path / "site"
+    _index(house, out)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    (house / GOOD.replace("cp312-cp312", "cp311-cp311")).unlink()  # a change to write
+    from tests.unit.test_index_owned import wheel
+
+    wheel(house, GOOD.replace("cp312-cp312", "cp313-cp313"))
+    real = site._write
+
+    def full(path: str, data: bytes) -> None:
+        if path.endswith(".metadata"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        real(path, data)
+
+    monkeypatch.setattr(site, "_write", full)
+    with pytest.raises(SiteError) as caught:
+        _index(house, out, lock_timeout=0)
+    (line,) = str(caught.value).splitlines()
+    assert "No space left on device" in line
+    assert "the old site is unchanged" in line
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["house", "site", "site.lock"]
+
+
+def test_a_second_writer_waits_up_to_its_bound_then_names_the_holder(tmp_path: Path) -> None:
+    import os
+    import socket
+
+    from wheelfarm.core.errors import SiteError
+    from wheelfarm.index.lock import site_lock
+
+    house, out = _house(tmp_path), tmp_path / "site"
+    with site_lock(out.resolve()):
+        with pytest.raises(SiteError) as caught:
+            _index(house, out, lock_timeout=0.3)
+        (line,) = str(caught.value).splitlines()
+        assert f"held by pid {os.getpid()} on {socket.gethostname()} since " in line
+        assert "waited 0.3 s" in line and "--lock-timeout" in line
+        assert not out.exists()  # nothing written
+    _index(house, out, lock_timeout=0.3)
+    assert (out / "packages.json").is_file()
+
+
+def test_bytes_written_over_a_wheelhouse_wheel_never_change_the_site_under_its_hash(
+    tmp_path: Path,
+) -> None:
+    import hashlib
+    import os
+
+    house, out = _house(tmp_path), tmp_path / "site"
+    _index(house, out)
+    wheel = house / GOOD.replace("cp312-cp312", "cp310-cp310")
+    served = (out / "files" / wheel.name).read_bytes()
+    st = wheel.stat()
+    data = bytearray(wheel.read_bytes())
+    data[-30] ^= 1  # same size; then the old mtime put back, as `cp -p` does
+    with wheel.open("r+b") as fh:  # written in place: the same inode
+        fh.write(data)
+    os.utime(wheel, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (out / "files" / wheel.name).read_bytes() == served  # a copy, not a link
+    _index(house, out)
+    manifest = json.loads((out / "packages.json").read_text())
+    (listed,) = [w for w in manifest["wheels"] if w["filename"] == wheel.name]
+    now = (out / "files" / wheel.name).read_bytes()
+    assert now == bytes(data)  # the ctime told the rerun: read again
+    assert listed["sha256"] == hashlib.sha256(now).hexdigest()
+
+
+def test_serve_answers_400_for_a_nul_byte_and_logs_no_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from wheelfarm.index.serve import _Handler
+
+    class Probe(_Handler):
+        def __init__(self, path: str) -> None:  # a request without a socket
+            self.path, self.directory, self.wfile = path, str(tmp_path), io.BytesIO()
+            self.request_version, self.command, self.close_connection = "HTTP/1.1", "GET", True
+            self.requestline = f"GET {path} HTTP/1.1"
+            self.headers = {}  # type: ignore[assignment]
+
+    for path in ("/files/%00", "/files/%00.whl", "/a%00b/"):
+        probe = Probe(path)
+        assert probe.send_head() is None
+        status = probe.wfile.getvalue().split(b"\r\n", 1)[0]
+        assert status.split()[1] == b"400", status
+    assert "Traceback" not in capsys.readouterr().err
+
+
+# --- JSON nested 100k deep: every reader answers one line, never a RecursionError (row 6) ----
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_a_deep_packages_json_is_one_line_for_the_site_and_the_planner(tmp_path: Path) -> None:
+    from wheelfarm.core.errors import SiteError, UsageError
+    from wheelfarm.matrix.plan import existing_build_ids
+
+    house, out = _house(tmp_path), tmp_path / "site"
+    _index(house, out)
+    manifest = out / "packages.json"
+    text = manifest.read_text()
+    manifest.write_text(text.replace('"wheels":[', f'"wheels":[{DEEP},', 1))
+    (house / GOOD.replace("cp312-cp312", "cp311-cp311")).unlink()  # a change: the site is read
+    with pytest.raises(SiteError, match=r"not a wheelfarm packages\.json") as caught:
+        _index(house, out)
+    assert len(str(caught.value).splitlines()) == 1
+    manifest.write_text(DEEP)
+    with pytest.raises(UsageError, match="JSON nested 100000 deep, more than the 64 allowed"):
+        existing_build_ids(manifest)
+
+
+def test_a_deep_file_list_line_or_cache_row_is_one_line_or_a_fresh_site(tmp_path: Path) -> None:
+    from wheelfarm.core.errors import SiteError
+    from wheelfarm.index.site import read_owned, reuse
+
+    house, out = _house(tmp_path), tmp_path / "site"
+    _index(house, out)
+    owned = out / OWNED
+    lines = owned.read_text().splitlines(keepends=True)
+    owned.write_text(DEEP + "\n" + "".join(lines[1:]))
+    assert reuse(out, "any") is None  # line 1 not to be trusted: the site is written again
+    cache = next(i for i, line in enumerate(lines) if line.startswith('"demo_pkg'))
+    lines[cache] = f'"x.whl":{DEEP},\n'
+    owned.write_text("".join(lines))
+    with pytest.raises(SiteError, match="not a wheelfarm file list") as caught:
+        read_owned(out)
+    assert "nested deeper than 64" in str(caught.value)
+
+
+def test_a_deep_build_record_is_one_line_for_index_publish_and_rebuild(tmp_path: Path) -> None:
+    from wheelfarm import farm
+    from wheelfarm.core.errors import SiteError, UsageError
+
+    house, out = _house(tmp_path), tmp_path / "site"
+    record = house / f"{GOOD.replace('cp312-cp312', 'cp310-cp310')}.build.json"
+    record.write_text(DEEP)
+    with pytest.raises(SiteError, match="JSON nested 100000 deep") as caught:
+        _index(house, out)
+    assert "rebuild the wheel or delete the record" in str(caught.value)
+    wheel = house / record.name.removesuffix(".build.json")
+    (problem,) = farm._record_problems(wheel, record)
+    assert "JSON nested 100000 deep" in problem
+    with pytest.raises(UsageError, match="JSON nested 100000 deep"):
+        farm._read_record(wheel, record)

@@ -81,7 +81,7 @@ def test_files_cannot_escape_the_output_folder(name: str, tmp_path: Path) -> Non
     with pytest.raises(SiteError, match="refusing to place"), Site(tmp_path / "site") as site:
         site.place(tmp_path / "x.whl", name, SHA, SHA, b"")
     assert not (tmp_path / "evil.txt").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.whl"]  # no temp tree left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site.lock", "x.whl"]  # no temp tree
 
 
 def test_collapsed_wheels_are_listed_under_every_combo(tmp_path: Path) -> None:
