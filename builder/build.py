@@ -26,6 +26,7 @@ from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.target import FarmWheel, Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
+from wheelfarm.core import jsonread
 from wheelfarm.core.errors import (
     BuildError,
     ConfigError,
@@ -205,6 +206,12 @@ def expectation(target: Target) -> Expectation:
         policy=library_policy(target.root, os_of(b.platform)),
         vendor_allow=target.package.vendor_allow,
     )
+
+
+def _complete(torch_env: envs.TorchEnv) -> object:
+    """What the shared torch environment's maker found in it (its `.complete` file)."""
+    marker = torch_env.path / ".complete"
+    return jsonread.loads(marker.read_bytes(), what=str(marker))
 
 
 def check_import(
@@ -524,7 +531,7 @@ def write_record(
             "cuda_home": str(tc.cuda_home),
             "compiler": tc.compiler,
         },
-        "torch": json.loads((torch_env.path / ".complete").read_text()) if torch_env else None,
+        "torch": _complete(torch_env) if torch_env else None,
         "options": asdict(opts),
         "environment": env,
         "archs_found": report.archs,

@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from wheelfarm.core import jsonread
 from wheelfarm.core.archive import unsafe_reason
 from wheelfarm.core.errors import ToolchainError
 from wheelfarm.core.http import download, make_session, request, sha256_file
@@ -45,7 +46,7 @@ def _manifest(table: ToolkitTable, tk: Toolkit, downloads: Path) -> dict[str, An
             url,
             sha256_file(path),
         )
-    return dict(json.loads(path.read_text(encoding="utf-8")))
+    return dict(jsonread.loads(path.read_bytes(), what=str(path)))
 
 
 def archive_of(

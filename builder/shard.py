@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from wheelfarm.core import jsonread
 from wheelfarm.core.errors import BuildError, UsageError
 from wheelfarm.core.proc import call
 
@@ -367,7 +368,10 @@ def finish(split: Split | None, counts: dict[str, int], env: dict[str, str]) -> 
                 "cpp_extension build with ninja in build_requires"
             )
             raise BuildError(msg)
-        runs = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines()]
+        runs = [
+            jsonread.loads(line, what=f"{manifest.name} line {i}")
+            for i, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), 1)
+        ]
         built = sum(len(r["built"]) for r in runs)
         stubbed = sum(len(r["stubbed"]) for r in runs)
         logger.info(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import email.parser
 import hashlib
 import re
+import stat
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -107,6 +108,19 @@ def _check_metadata(wheel: Path, zf: zipfile.ZipFile, report: Report) -> None:
     if info.removesuffix(".dist-info").rsplit("-", 1)[-1] != str(version):
         report.problems.append(f".dist-info folder {info!r} does not carry version {version}")
     report.problems += record_problems(wheel)
+    report.problems += _link_problems(zf)
+
+
+def _link_problems(zf: zipfile.ZipFile) -> list[str]:
+    """Members stored as symbolic links (the zip's Unix mode): pip writes a link's target as
+    the file's text, other installers make the link, which can point anywhere; RECORD's hash of
+    it says nothing of what it points at."""
+    return [
+        f"{member.filename}: a symbolic link member (to "
+        f"{zf.open(member).read(80).decode('utf-8', 'replace')!r}); store the file itself"
+        for member in zf.infolist()
+        if stat.S_ISLNK(member.external_attr >> 16)
+    ]
 
 
 def _check_binary(

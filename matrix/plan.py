@@ -4,7 +4,6 @@ matrix limit, estimate cost, and explain any cell. Pure: reads nothing but its a
 from __future__ import annotations
 
 import difflib
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from wheelfarm.core import jsonread
 from wheelfarm.core.errors import PlanError, UsageError
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.matrix.expand import Build, Cell, Expansion
@@ -120,7 +120,7 @@ def existing_build_ids(source: Path | None) -> set[str]:
         )
         raise UsageError(msg)
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
+        data = jsonread.loads(source.read_bytes(), what=str(source))
         return {
             w.get("build_id") or build_id_from_wheel(w["filename"])
             for w in data["wheels"]
