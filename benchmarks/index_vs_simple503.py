@@ -3,9 +3,8 @@ through its CLI: wall time and peak memory of a first build, then wheelfarm's re
 wheelhouse unchanged; changed (one wheel replaced by new bytes of the same name, one added),
 its site then checked file by file against a cold build of the same wheelhouse; and with one
 wheel removed (`--allow-removal`). Both hash every wheel, place it in the site and write its
-PEP 658 metadata (simple503 copies each wheel; wheelfarm hard-links it, as it does for every
-wheelhouse on the site's file system). The wheelhouse has just been written, so both read it
-from the page cache.
+PEP 658 metadata (both copy each wheel: wheelfarm writes its copy from the bytes it hashed,
+ADR 14). The wheelhouse has just been written, so both read it from the page cache.
 
 The last line gives wheelfarm's first build as ratios to simple503's (time, memory), the
 unchanged and changed reruns' seconds, and the changed rerun's peak memory as a ratio to

@@ -301,7 +301,14 @@ ARCH = re.compile(r"sm_[0-9]{2,3}[af]?")
 # a command-line word or a quoted string
 URL_CHARS = re.compile(r"[A-Za-z0-9._~:/?#\[\]@!$&()*+,;=%-]*")
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-SHAPES = "values of no shape the index serves"  # the head of every refusal reason
+SHAPES = "not listed (rebuild or republish it)"  # the head of every refusal reason
+BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")  # embeddings, overrides and isolates
+
+
+def visible(text: str) -> str:
+    """`text` with each bidi control shown as its escape (U+202E would reorder what follows
+    it on a page: a name or reason must read as it is stored)."""
+    return BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.wheelfile import read_metadata_bytes
 from wheelfarm.index.catalog import Catalog, Scratch
-from wheelfarm.index.entries import FILES_DIR, WheelEntry, check_name
+from wheelfarm.index.entries import FILES_DIR, WheelEntry, check_name, visible
 from wheelfarm.index.lock import LOCK_TIMEOUT, site_lock
 
 MANIFEST = "packages.json"
@@ -80,7 +80,7 @@ def anchor(e: WheelEntry, href: str) -> Markup:
         meta = escape(e.metadata_sha256)
         attrs.append(f'data-core-metadata="sha256={meta}" data-dist-info-metadata="sha256={meta}"')
     if e.yanked is not None:
-        attrs.append(f'data-yanked="{escape(e.yanked)}"')
+        attrs.append(f'data-yanked="{escape(visible(e.yanked))}"')
     return Markup(f"<a {' '.join(attrs)}>{escape(e.filename)}</a>")  # noqa: S704 - escaped above
 
 
@@ -424,7 +424,7 @@ class _Writer:
     ) -> None:
         """files/NAME (`data`, the wheel's bytes as hashed, else a copy of `wheel`: a link
         would serve whatever is later written over the wheelhouse's file under the hash read
-        now; ADR 13) and files/NAME.metadata (`metadata`, or read from the wheel again when
+        now; ADR 14) and files/NAME.metadata (`metadata`, or read from the wheel again when
         not kept); `cache` is saved under NAME in the site's file list for the source's next
         run."""
         if not name or name.startswith(".") or "/" in name or os.sep in name:

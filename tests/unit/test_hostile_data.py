@@ -480,3 +480,12 @@ def test_a_deep_build_record_is_one_line_for_index_publish_and_rebuild(tmp_path:
     assert "JSON nested 100000 deep" in problem
     with pytest.raises(UsageError, match="JSON nested 100000 deep"):
         farm._read_record(wheel, record)
+
+
+def test_a_bidi_override_in_a_yank_reason_is_shown_escaped(tmp_path: Path) -> None:
+    from wheelfarm.index.site import build_site
+
+    build_site([site_entry(yanked="broken \u202egpj.exe")], tmp_path, templates=REPO.templates)
+    page = (tmp_path / "cu130" / "torch2.14" / "demo-pkg" / "index.html").read_text()
+    assert 'data-yanked="broken \\u202egpj.exe"' in page
+    assert "\u202e" not in page
