@@ -58,7 +58,7 @@ def first_run(
         farm = Farm(fake, work, workflows=workflows, faults=Faults(lose_deploys=1))
         wanted = _wanted(farm, inputs)
         names = work / "names"
-        names.mkdir()
+        names.mkdir(parents=True)
         fake.break_uploads = {_name(farm, b, names) for b in sorted(wanted)[-broken_uploads:]}
         model = farm.model
 
