@@ -593,7 +593,7 @@ def test_wheelhouse_metadata_bomb_is_not_read(
 @pytest.mark.parametrize(
     ("record", "message"),
     [
-        ("{garbled", "not JSON (Expecting property name"),
+        ("{garbled", "the record: not valid JSON (Expecting property name"),
         ("[1, 2]", "not a build record"),
         ('{"target": {"covers": [{"cuda": "cu130"}]}}', "target.covers is not a list of {cuda, torch, python, platform}"),
     ],
