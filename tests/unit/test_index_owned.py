@@ -231,7 +231,7 @@ def test_a_rerun_reads_only_the_wheels_that_changed(
     changed = wheel(house, body=b"a")
     kept = wheel(house, W.replace("cp312-cp312", "cp311-cp311"))
     _index_with_cache(house, out)
-    assert (out / "files" / kept.name).stat().st_ino != kept.stat().st_ino  # copied (ADR 13)
+    assert (out / "files" / kept.name).stat().st_ino != kept.stat().st_ino  # copied (ADR 14)
     read: list[str] = []
     real_read = sources._read
     monkeypatch.setattr(sources, "_read", lambda p, size: read.append(p.name) or real_read(p, size))
