@@ -489,3 +489,38 @@ def test_a_bidi_override_in_a_yank_reason_is_shown_escaped(tmp_path: Path) -> No
     page = (tmp_path / "cu130" / "torch2.14" / "demo-pkg" / "index.html").read_text()
     assert 'data-yanked="broken \\u202egpj.exe"' in page
     assert "\u202e" not in page
+
+
+FILE_LIST_LINE = st.one_of(
+    st.sampled_from(['{"cache":{', '},"files":{', "}}", '"a.html":"' + "ab" * 32 + '",']),
+    st.builds(lambda k, v: f"{json.dumps(k)}:{json.dumps(v)},", st.text(max_size=8), VALUE),
+    st.text(max_size=30),
+    st.integers(1, 200).map(lambda n: '"x":' + "[" * n + "]" * n + ","),
+)
+
+
+@given(st.lists(FILE_LIST_LINE, max_size=8))
+@settings(max_examples=200, deadline=None)
+def test_any_file_list_is_read_or_refused_in_one_line(lines: list[str]) -> None:
+    from tempfile import TemporaryDirectory
+
+    from wheelfarm.core.errors import SiteError
+    from wheelfarm.index.site import read_owned, reuse
+
+    with TemporaryDirectory() as tmp:
+        out = Path(tmp) / "site"
+        out.mkdir()
+        (out / OWNED).write_text("\n".join(['{"version":3}', *lines]) + "\n")
+        assert reuse(out, "key") is None
+        refusal: SiteError | None = None
+        try:
+            owned = read_owned(out)
+        except SiteError as exc:
+            refusal = exc
+        if refusal is not None:
+            assert "not a wheelfarm file list" in str(refusal) or "did not write" in str(refusal)
+            assert len(str(refusal).splitlines()) == 1
+        else:
+            for rel in owned.files():
+                assert isinstance(owned.sha256(rel), str)
+            owned.close()
