@@ -37,6 +37,7 @@ CASES = {
     ),
     "pages-url": (["pages-url", "--repo"], ["pages-url", "--repo", "o/r", "--root", MISSING]),
     "serve": (["serve", "--port", "eighty"], ["serve", MISSING]),
+    "shard": (["shard", "x"], ["shard", "x", "--plan-file", MISSING]),
     "watch": (["watch", "--torch-index"], ["watch", "--root", MISSING]),
     "doctor": (["doctor"], ["doctor", f"{MISSING}.whl"]),
     "pr": (
