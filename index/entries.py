@@ -320,18 +320,17 @@ class Refused:
     reason: str
 
 
-def name_problem(filename: str) -> str | None:
-    """Why a wheel file name cannot be a site's file and link, or None: printable ASCII (no
-    bidi override shown raw), short enough for files/NAME.metadata, a wheel's name."""
+def name_problem(filename: str, project: str | None) -> str | None:
+    """Why a wheel file name (its project as parsed; None: it does not parse) cannot be a
+    site's file and link, or None: printable ASCII (no bidi override shown raw), short enough
+    for files/NAME.metadata, a wheel's, its project a plain normalized name."""
     if not (filename.isascii() and filename.isprintable()):
         return "a file name with characters other than printable ASCII"
     if len(filename) > MAX_FILENAME:
         return f"a file name over {MAX_FILENAME} characters"
-    try:
-        name = parse_wheel_filename(filename)[0]
-    except ValueError:
+    if project is None:
         return "a file name that is not a wheel's"
-    if not SAFE_NAME.match(name):
+    if not SAFE_NAME.match(project):
         return "a project name that is not a plain normalized name"
     return None
 
@@ -359,7 +358,7 @@ def refusal(e: WheelEntry) -> str | None:
     """Why the index will not list `e`, or None: each value a source gave (a build record, an
     API asset object, a site's own manifest) checked against its shape before it reaches a
     path, a page or a command."""
-    problem = name_problem(e.filename) or url_problem(e.url)
+    problem = name_problem(e.filename, e.name) or url_problem(e.url)
     if problem is None and not SHA256.fullmatch(e.sha256):
         problem = "a sha256 that is not 64 lowercase hex digits"
     if (

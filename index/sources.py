@@ -192,7 +192,12 @@ def _wheels(
     listing = os.listdir(folder)  # noqa: PTH208 - names alone: no Path per file
     records = {n for n in listing if n.endswith(".whl.build.json")}  # no stat for the absent
     for name in sorted(n for n in listing if n.endswith(".whl")):
-        if problem := name_problem(name):
+        try:
+            parsed = parse(name)
+        except ValueError:  # packaging's InvalidWheelFilename
+            parsed = None
+        problem = name_problem(name, parsed[0] if parsed else None)
+        if problem or not parsed:  # (no parse: a problem)
             yield Refused(name, f"{SHAPES}: {problem}")
             continue
         wheel = folder / name
@@ -215,7 +220,6 @@ def _wheels(
                 meta_sha = hashlib.sha256(meta).hexdigest()
                 floor = requires_python(meta)
                 now = Known(stat, sha, meta_sha, sys.intern(floor) if floor else None)
-            parsed = parse(name)
             # placed from its name when the record lists no cells (memo: labels repeat)
             place = (
                 Placement(covers=listed)
