@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from packaging.version import InvalidVersion, Version
 
+from wheelfarm.builder import envs
 from wheelfarm.core.errors import PlanError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.expand import Build, Expansion
@@ -66,7 +67,14 @@ def _target(matrix: Matrix, build: Build, expansion: Expansion) -> Target:
     source = next(v for v in package.versions if str(v.version) == build.version)
     import_torch = build.torch
     if import_torch is None and package.import_with_torch:
-        newest = max((c.torch for c in build.covers), key=Version)
+        # the newest torch it is listed under that this machine's pip may install (a pip capped
+        # at 2.14.1 imports beside 2.14, as `build --local` builds against it)
+        cap = envs.pip_torch_cap()
+        minors = [c.torch for c in build.covers]
+        allowed = [
+            m for m in minors if cap.contains(str(matrix.release(m).version), prereleases=True)
+        ]
+        newest = max(allowed or minors, key=Version)
         import_torch = str(matrix.release(newest).version)
     return Target(
         build=build,
