@@ -39,7 +39,10 @@ class Scratch:
     index run holds per wheel, kept out of memory."""
 
     def __init__(self, create: str) -> None:
-        self._db = sqlite3.connect("")  # "": a temporary database, spilled to disk as it grows
+        # "": a temporary database, spilled to disk as it grows. One thread uses it, but the
+        # finalizer may close it from whichever thread the garbage collector runs in (which,
+        # with SQLite's same-thread check, raised inside the collector)
+        self._db = sqlite3.connect("", check_same_thread=False)
         self._finalizer = weakref.finalize(self, self._db.close)
         self._db.execute("PRAGMA journal_mode = OFF")  # a scratch table: nothing to roll back
         self._db.execute(create)
