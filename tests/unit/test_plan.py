@@ -336,8 +336,9 @@ def test_local_builds_a_floor_tagged_wheel_with_this_python(
 
 @pytest.mark.parametrize(("flag", "torch"), [("import_with_torch: true\n", "2.14.1"), ("", None)])
 def test_import_with_torch_imports_beside_the_newest_torch_of_its_cuda(
-    matrix_dir: Callable[..., Path], flag: str, torch: str | None
+    matrix_dir: Callable[..., Path], flag: str, torch: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("PIP_CONSTRAINT", "")  # no pip cap: not this machine's pip config
     extra = 'constraints: {cuda: "==13.0", platforms: [linux_x86_64]}\n' + flag
     m = _matrix(matrix_dir, "{kind: torch-free, python: abi3}", extra=extra)
     (b,) = expand(m).builds
