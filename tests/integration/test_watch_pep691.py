@@ -9,7 +9,6 @@ import http.server
 import io
 import json
 import shutil
-import threading
 import time
 import zipfile
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.fakegithub import serving as loopback
 from tests.roots import REPO
 from wheelfarm.index.serve import served
 
@@ -127,16 +127,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @contextmanager
 def serving(fake: Fake) -> Iterator[str]:
-    handler = type("Handler", (_Handler,), {"fake": fake})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    """The fake PEP 691 index on loopback (tests/fakegithub.py's server), its /simple/ URL."""
+    with loopback(type("Handler", (_Handler,), {"fake": fake})) as base:
+        yield f"{base}/simple/"
 
 
 @pytest.fixture
