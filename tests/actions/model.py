@@ -154,6 +154,8 @@ class Instance:
     permissions: dict[str, str] = field(default_factory=dict)
     path_dirs: list[str] = field(default_factory=list)
     self_hosted: bool = False
+    action_outputs: dict[str, str] = field(default_factory=dict)  # the last action's outputs
+    uploads: int = 0  # artifacts this job uploaded (500 at most)
 
 
 @dataclass
@@ -645,10 +647,8 @@ class Model:
                 msg = f"no stand-in for action {uses}"
                 raise KeyError(msg)
             inputs = {k: self.value(v, ctx, status) for k, v in mapping(raw.get("with")).items()}
-            inst.env_step = env  # type: ignore[attr-defined]
             code, minutes = handler(self, inst, {**inputs, "__uses": uses, "__env": env})
-            outputs = getattr(inst, "action_outputs", {})
-            inst.action_outputs = {}  # type: ignore[attr-defined]
+            outputs, inst.action_outputs = inst.action_outputs, {}
         else:
             code, minutes, outputs = self._run(inst, raw, env, ctx, status)
         if minutes > limit:

@@ -115,7 +115,7 @@ def setup_python(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[
     inst.action_outputs = {
         "python-path": sys.executable,
         "python-version": str(inputs.get("python-version", "")),
-    }  # type: ignore[attr-defined]
+    }
     return 0, 0.3
 
 
@@ -162,8 +162,8 @@ def upload_artifact(model: Model, inst: Instance, inputs: dict[str, Any]) -> tup
         )
     for old in live:
         model.artifacts.remove(old)
-    mine = getattr(inst, "uploads", 0) + 1
-    inst.uploads = mine  # type: ignore[attr-defined]
+    inst.uploads += 1
+    mine = inst.uploads
     if mine > ARTIFACTS_PER_JOB:
         model.hit("artifacts per job", inst, f"{mine} > {ARTIFACTS_PER_JOB}")
         return 1, 0.1
@@ -269,7 +269,7 @@ def cache_restore(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple
     if entry is not None:
         entry.used = model.now
         shutil.copytree(entry.files, inst.workspace / str(inputs["path"]), dirs_exist_ok=True)
-    inst.action_outputs = {"cache-hit": "true" if entry and entry.key == key else "false"}  # type: ignore[attr-defined]
+    inst.action_outputs = {"cache-hit": "true" if entry and entry.key == key else "false"}
     return 0, 0.3
 
 
@@ -326,7 +326,7 @@ def deploy_pages(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[
     model.deployed.append(site[-1].files)
     inst.action_outputs = {
         "page_url": f"https://{model.repository.split('/')[0]}.github.io/{model.repository.split('/')[1]}/"
-    }  # type: ignore[attr-defined]
+    }
     return 0, 1.0
 
 
