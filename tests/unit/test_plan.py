@@ -9,13 +9,14 @@ import pytest
 
 from tests.roots import REPO
 from wheelfarm.builder.target import resolve, select
-from wheelfarm.core.errors import ConfigError, PlanError
+from wheelfarm.core.errors import ConfigError, PlanError, UsageError
 from wheelfarm.github.actions import (
     JOB_KEYS,
     MAX_OUTPUT_BYTES,
     expected,
     github_outputs,
     plan_document,
+    read_plan,
     shard_outputs,
 )
 from wheelfarm.matrix.expand import expand
@@ -383,3 +384,22 @@ def test_a_local_build_takes_the_newest_version_or_the_one_asked_for(
         select(m, e, **where, version="1.4")
     with pytest.raises(PlanError, match="'not a version' is not a PEP 440 version"):
         select(m, e, **where, version="not a version")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"version": 1, "shards": {"s": {"runner": 1}}}',
+        (
+            '{"version": 1, "shards": {"s": {"runner": "r", "container": "", "include": [1], '
+            '"compile": [], "batches": "z"}}}'
+        ),
+        "[" * 5000 + "]" * 5000,
+        '{"version": 2, "shards": {}}',
+    ],
+)
+def test_a_malformed_plan_file_is_one_line(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=r"plan\.json|shard 's' in the plan is malformed"):
+        shard_outputs(read_plan(path), "s")

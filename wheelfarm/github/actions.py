@@ -135,7 +135,22 @@ def _shard(document: dict[str, Any], name: str) -> dict[str, Any]:
         more = ", ..." if len(names) > SHOWN else ""
         msg = f"shard {name!r} is not in the plan (it has: {', '.join(names[:SHOWN])}{more})"
         raise PlanError(msg)
+    if not _shaped(shard):
+        msg = f"shard {name!r} in the plan is malformed; write the plan again with `wheelfarm plan`"
+        raise UsageError(msg)
     return shard
+
+
+def _shaped(shard: dict[str, Any]) -> bool:
+    """A plan file comes back from an artifact: each shard has the shape plan_document wrote."""
+    jobs = [*shard.get("include", ()), *shard.get("compile", ())]
+    return (
+        all(isinstance(shard.get(k), str) for k in ("runner", "container"))
+        and all(isinstance(shard.get(k), list) for k in ("include", "compile"))
+        and type(shard.get("batches")) is int
+        and all(isinstance(j, dict) and set(j) == set(JOB_KEYS) for j in jobs)
+        and all(isinstance(j["id"], str) and type(j["batch"]) is int for j in jobs)
+    )
 
 
 def shard_outputs(document: dict[str, Any], name: str) -> dict[str, str]:
