@@ -31,12 +31,15 @@ def test_plan_build_publish_index_install(
 ) -> None:
     out_file = tmp_path / "github_output"
     env = {**os.environ, "GITHUB_OUTPUT": str(out_file), "GITHUB_TOKEN": "t"}
-    wheelfarm("plan", *FILTERS, "--format", "github", env=env)
+    plan_file = tmp_path / "plan.json"
+    wheelfarm("plan", *FILTERS, "--format", "github", "--plan-file", plan_file, env=env)
     outputs = _outputs(out_file)
     assert outputs["count"] == "1"
-    (shard,) = json.loads(outputs["shards_linux_x86_64"])
-    (job,) = shard["include"]
-    assert job["timeout_minutes"] > job["build_timeout_minutes"]
+    (shard,) = json.loads(outputs["shards_linux_x86_64"])  # the plan job names the shard ...
+    out_file.write_text("")
+    wheelfarm("shard", shard, "--plan-file", plan_file, env=env)  # ... its job reads its matrix
+    (job,) = json.loads(_outputs(out_file)["include"])
+    assert job["timeout"] > job["step"]
 
     dist = tmp_path / "dist"
     wheelfarm("build", job["id"], "--torch-index", "pip", "--plat", "auto", "--out", dist,
