@@ -5,6 +5,7 @@ made once."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from packaging.version import InvalidVersion, Version
@@ -13,7 +14,7 @@ from wheelfarm.builder import envs
 from wheelfarm.core.errors import PlanError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.expand import Build, Expansion
-from wheelfarm.matrix.model import Matrix, Package, PackageVersion
+from wheelfarm.matrix.model import Matrix, Package, PackageVersion, TorchRelease
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,20 +63,50 @@ def _farm_wheels(expansion: Expansion, build: Build, torch: str | None) -> tuple
     return tuple(out)
 
 
-def _target(matrix: Matrix, build: Build, expansion: Expansion) -> Target:
+def torch_for(
+    matrix: Matrix, minors: Iterable[str], *, cuda: str, platform: str, from_pypi: bool
+) -> TorchRelease:
+    """The torch to install from the minors a build is listed under: the newest, or with
+    `from_pypi` (pip's own index, which `build --local` uses) the newest whose PyPI wheel is
+    built for `cuda` where torch.yaml records it (PyPI's 2.15.0 is cu132: a cu130 build takes
+    2.14.1) and, among those, that this machine's pip cap allows (a pip capped at 2.14.1
+    holds those on disk)."""
+    releases = [matrix.release(m) for m in minors]
+    if not from_pypi:
+        return max(releases, key=lambda r: r.version)
+    fits = [r for r in releases if r.pypi.get(platform, cuda) == cuda]
+    if not fits:
+        gives = ", ".join(f"{r.version} is {r.pypi[platform]}" for r in releases)
+        msg = (
+            f"PyPI's torch is not built for {cuda} on {platform} ({gives}): pass "
+            f"--torch-index {matrix.torch_index(cuda)}, or build for the CUDA PyPI gives (--cuda)"
+        )
+        raise PlanError(msg)
+    cap = envs.pip_torch_cap()
+    capped = [r for r in fits if cap.contains(str(r.version), prereleases=True)]
+    return max(capped or fits, key=lambda r: r.version)
+
+
+def _target(
+    matrix: Matrix, build: Build, expansion: Expansion, *, from_pypi: bool = False
+) -> Target:
     package = matrix.package(build.package)
     source = next(v for v in package.versions if str(v.version) == build.version)
+    minors = sorted({c.torch for c in build.covers}, key=Version)
+
+    def chosen() -> str:
+        return str(
+            torch_for(
+                matrix, minors, cuda=build.cuda, platform=build.platform, from_pypi=from_pypi
+            ).version
+        )
+
+    if build.torch is not None and from_pypi:
+        # a stable-ABI build loads into every torch it is listed under: build against one pip gives
+        build = replace(build, torch=chosen())
     import_torch = build.torch
     if import_torch is None and package.import_with_torch:
-        # the newest torch it is listed under that this machine's pip may install (a pip capped
-        # at 2.14.1 imports beside 2.14, as `build --local` builds against it)
-        cap = envs.pip_torch_cap()
-        minors = [c.torch for c in build.covers]
-        allowed = [
-            m for m in minors if cap.contains(str(matrix.release(m).version), prereleases=True)
-        ]
-        newest = max(allowed or minors, key=Version)
-        import_torch = str(matrix.release(newest).version)
+        import_torch = chosen()
     return Target(
         build=build,
         package=package,
@@ -90,7 +121,9 @@ def _target(matrix: Matrix, build: Build, expansion: Expansion) -> Target:
     )
 
 
-def resolve(matrix: Matrix, expansion: Expansion, build_id: str) -> Target:
+def resolve(
+    matrix: Matrix, expansion: Expansion, build_id: str, *, from_pypi: bool = False
+) -> Target:
     """The target for a build id printed by `wheelfarm plan`."""
     build = expansion.by_id.get(build_id)
     if build is None:
@@ -102,7 +135,7 @@ def resolve(matrix: Matrix, expansion: Expansion, build_id: str) -> Target:
         )
         msg = f"{build_id!r} is not a build of this matrix{tip}"
         raise PlanError(msg)
-    return _target(matrix, build, expansion)
+    return _target(matrix, build, expansion, from_pypi=from_pypi)
 
 
 def select(
@@ -115,13 +148,13 @@ def select(
     platform: str,
     torch: str | None = None,
     version: str | None = None,
+    from_pypi: bool = False,
 ) -> Target:
     """The build serving (package, cuda, python, platform[, torch][, version]): the newest
-    version, then the newest torch, where unset."""
+    version, then the torch `torch_for` picks, where unset (`from_pypi`: see there)."""
     pkg = matrix.package(package)
     wanted = _version(pkg, version) if version is not None else None
-    best: Build | None = None
-    best_key: tuple[Version, Version] | None = None
+    found: dict[str, list[Build]] = {}  # torch minor -> the builds serving the cell with it
     for b in expansion.builds:
         if b.package != pkg.name or (wanted is not None and Version(b.version) != wanted):
             continue
@@ -129,21 +162,25 @@ def select(
             if (c.cuda, c.python, c.platform) == (cuda, python, platform) and (
                 torch is None or c.torch == torch
             ):
-                key = (Version(b.version), Version(c.torch))
-                if best_key is None or key > best_key:
-                    best, best_key = b, key
-    if best is None:
+                found.setdefault(c.torch, []).append(b)
+    if not found:
         of = f"{package!r} {version}" if version else repr(package)
         msg = (
             f"no build of {of} serves {cuda} / torch {torch or 'any'} / Python {python} "
             f"/ {platform}; `wheelfarm plan --package {package} --explain CELL` says why"
         )
         raise PlanError(msg)
+    newest = max(Version(b.version) for bs in found.values() for b in bs)
+    minors = [m for m, bs in found.items() if any(Version(b.version) == newest for b in bs)]
+    if torch is None:
+        chosen = torch_for(matrix, minors, cuda=cuda, platform=platform, from_pypi=from_pypi)
+        minors = [chosen.minor]
+    best = next(b for b in found[minors[0]] if Version(b.version) == newest)
     if best.python != python and best.python_floor is not None:
         # one wheel for many Pythons whose tag floor is the package's own: any of them builds it,
         # so this machine's Python does (the others may not be installed)
         best = replace(best, python=python)
-    return _target(matrix, best, expansion)
+    return _target(matrix, best, expansion, from_pypi=from_pypi)
 
 
 def _version(package: Package, given: str) -> Version:

@@ -619,7 +619,16 @@ def _releases(
             python_max=hi,
             cxx_std=r["cxx_std"],
             builds={c: tuple(p) for c, p in r["builds"].items()},
+            pypi=dict(r.get("pypi", {})),
         )
+        for platform, cuda in release.pypi.items():
+            if platform not in release.builds.get(cuda, ()):
+                there = ", ".join(c for c, p in release.builds.items() if platform in p)
+                f.add(
+                    ["releases", i, "pypi", platform],
+                    f"{cuda} on {platform} is not one of torch {release.minor}'s builds: "
+                    f"give one of {there or 'its builds (none is on ' + platform + ')'}",
+                )
         if lo > hi or lo.major != hi.major:
             f.add(
                 ["releases", i, "python"],

@@ -101,6 +101,7 @@ class TorchRelease:
     python_max: Version
     cxx_std: int
     builds: dict[str, tuple[str, ...]]
+    pypi: dict[str, str] = field(default_factory=dict)  # platform -> the CUDA of PyPI's wheel
 
     @property
     def minor(self) -> str:

@@ -104,6 +104,7 @@ def _query(args: argparse.Namespace) -> TargetQuery:
         python=args.python,
         platform=args.platform,
         archs=args.archs,
+        torch_index=args.torch_index,
     )
 
 

@@ -57,12 +57,18 @@ class TargetQuery:
     python: str | None = None
     platform: str | None = None
     archs: str | None = None
+    torch_index: str | None = None  # --torch-index; None: pip's own for flags, torch's for an id
+
+    @property
+    def from_pypi(self) -> bool:
+        """Whether torch comes from pip's own index (PyPI or a mirror), not a CUDA index."""
+        return (self.torch_index or (None if self.build_id else envs.PIP_INDEX)) == envs.PIP_INDEX
 
 
 def choose_target(matrix: Matrix, expansion: Expansion, query: TargetQuery) -> Target:
     """The target for a build id, or for flags with this machine's CUDA, Python and platform."""
     if query.build_id:
-        return resolve(matrix, expansion, query.build_id)
+        return resolve(matrix, expansion, query.build_id, from_pypi=query.from_pypi)
     if not (query.local or query.package):
         msg = "give a build id (see `wheelfarm plan`), or --local, or --package with flags"
         raise PlanError(msg)
@@ -73,8 +79,9 @@ def choose_target(matrix: Matrix, expansion: Expansion, query: TargetQuery) -> T
         cuda=query.cuda or installed_cuda_tag(dict(os.environ)),
         python=query.python or f"{sys.version_info[0]}.{sys.version_info[1]}",
         platform=query.platform or host_platform(),
-        torch=query.torch or (_newest_allowed_torch(matrix) if query.local else None),
+        torch=query.torch,
         version=query.version,
+        from_pypi=query.from_pypi,
     )
     if query.archs:
         try:
@@ -85,16 +92,6 @@ def choose_target(matrix: Matrix, expansion: Expansion, query: TargetQuery) -> T
         build = dataclasses.replace(target.build, archs=archs)
         target = dataclasses.replace(target, build=build)
     return target
-
-
-def _newest_allowed_torch(matrix: Matrix) -> str | None:
-    """The newest torch minor this machine's pip constraints allow, where they rule out a newer
-    one (a pip that caps torch at 2.14.1 builds --local against 2.14); None when they do not."""
-    cap = envs.pip_torch_cap()
-    allowed = [r for r in matrix.releases if cap.contains(str(r.version), prereleases=True)]
-    if not allowed or len(allowed) == len(matrix.releases):
-        return None
-    return max(allowed, key=lambda r: Version(str(r.version))).minor
 
 
 def index_releases(

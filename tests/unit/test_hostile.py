@@ -222,7 +222,7 @@ def _replace(text: str, old: str, new: str) -> str:
 @pytest.mark.parametrize(
     ("file", "old", "new", "message"),
     [
-        ("torch", '["3.8", "3.12"]', '["3", "3.12"]', "torch.yaml:20: releases[0].python[0]: '3'"),
+        ("torch", '["3.8", "3.12"]', '["3", "3.12"]', "torch.yaml:25: releases[0].python[0]: '3'"),
         ("torch", '["3.8", "3.12"]', '["3.12", "3.8"]', "releases[0].python: ['3.12', '3.8'] is not a range"),
         ("torch", '["3.8", "3.12"]', '["3.8", "4.1"]', "releases[0].python: ['3.8', '4.1'] is not a range"),
         ("torch", '"2.5.1"', '"2.4.0"', "releases[1].torch: torch 2.4 is listed twice"),

@@ -1,7 +1,8 @@
 """The torch environment pins torch exactly, so a machine-wide pip constraint that caps torch at
 an older release (this machine's /etc/xdg/pip caps it at 2.14.1) must not block torch 2.15.0:
 the torch install alone runs with PIP_CONSTRAINT naming the empty file, the build tools keep
-pip's configuration; and `build --local` defaults to the newest torch that cap allows. The real
+pip's configuration; and `build --local` defaults to the newest torch that cap allows whose
+PyPI wheel is built for the target's CUDA. The real
 install is recorded in docs/building.md (issue 24)."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 from tests.roots import REPO
 from wheelfarm.builder import envs
+from wheelfarm.core.errors import PlanError
 from wheelfarm.farm import TargetQuery, choose_target
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
@@ -68,7 +70,19 @@ def test_local_builds_default_to_the_newest_torch_the_cap_allows(
     monkeypatch.setenv("PIP_CONSTRAINT", f"{caps} {tmp_path / 'missing.txt'}")
     assert str(envs.pip_torch_cap()) == "<=2.14.1"
     assert choose_target(matrix, expansion, query).build.torch == "2.14.1"
-    asked = dataclasses.replace(query, torch="2.15")  # an explicit --torch is not capped
-    assert choose_target(matrix, expansion, asked).build.torch == "2.15.0"
-    monkeypatch.setenv("PIP_CONSTRAINT", os.devnull)  # no cap: the newest torch of the grid
-    assert choose_target(matrix, expansion, query).build.torch == "2.15.0"
+    cu132 = dataclasses.replace(query, cuda="cu132", torch="2.15")  # an explicit --torch: no cap
+    assert choose_target(matrix, expansion, cu132).build.torch == "2.15.0"
+    monkeypatch.setenv("PIP_CONSTRAINT", os.devnull)  # no cap: the newest torch PyPI has for it
+    assert choose_target(matrix, expansion, dataclasses.replace(cu132, torch=None)).build.torch == (
+        "2.15.0"
+    )
+    # PyPI's 2.15.0 is cu132, so a cu130 build from pip's own index takes 2.14.1, as CI's
+    # machine (no cap) must; a stable-ABI build (xformers: torch 2.10 and up) too
+    assert choose_target(matrix, expansion, query).build.torch == "2.14.1"
+    stable = dataclasses.replace(query, package="xformers")
+    assert choose_target(matrix, expansion, stable).build.torch == "2.14.1"
+    # from a CUDA index, the newest; asked for PyPI's torch on a CUDA it lacks: one clear line
+    index = dataclasses.replace(query, torch_index="https://download.pytorch.org/whl/cu130")
+    assert choose_target(matrix, expansion, index).build.torch == "2.15.0"
+    with pytest.raises(PlanError, match=r"2\.15\.0 is cu132\): pass --torch-index https://"):
+        choose_target(matrix, expansion, dataclasses.replace(query, torch="2.15"))
