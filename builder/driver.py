@@ -16,8 +16,9 @@ farm's build and verify machines (GitHub's hosted runners, a laptop) have no GPU
   cuGetErrorString (which pycuda's error path reads) is not documented; ours fills it.
 
 The real driver always wins: `import_env` adds nothing where `libcuda.so.1` loads. Nothing from
-the wheel is executed: its binaries are read as ELF data. Linux only (Windows loads nvcuda.dll
-at run time, and a wheel links it through the toolkit's import library).
+the wheel is executed: its binaries are read as ELF data. Linux only (the platform's
+`fakes_driver`: Windows loads nvcuda.dll at run time, and a wheel links it through the toolkit's
+import library).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import ctypes
 import io
 import os
 import re
-import sys
 import zipfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -36,6 +36,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from wheelfarm.builder.binary import inspect_binary, is_binary
+from wheelfarm.builder.platforms import current
 from wheelfarm.core.proc import call
 
 SONAME = "libcuda.so.1"
@@ -106,7 +107,7 @@ def _prepend(env: Mapping[str, str], key: str, folder: Path) -> dict[str, str]:
 def link_env(cuda_home: Path, work: Path, env: Mapping[str, str], log: Path) -> dict[str, str]:
     """LIBRARY_PATH with a stub `libcuda.so` built in `work` when the toolkit ships none, so
     `-lcuda` links as it does with a full toolkit; nothing otherwise."""
-    if sys.platform != "linux" or toolkit_stub(cuda_home) is not None:
+    if not current().fakes_driver or toolkit_stub(cuda_home) is not None:
         return {}
     header = (cuda_home / "include" / "cuda.h").read_text(encoding="utf-8", errors="replace")
     _compile_stub(header_symbols(header), work / "libcuda.so", env, log)
@@ -155,7 +156,7 @@ def wheel_driver_symbols(wheel: Path) -> list[str]:
 def import_env(wheel: Path, work: Path, env: Mapping[str, str], log: Path) -> dict[str, str]:
     """LD_LIBRARY_PATH with a `libcuda.so.1` in `work` for importing `wheel` on a machine without
     the driver; nothing where the driver loads or the wheel does not need it."""
-    if sys.platform != "linux" or driver_loads():
+    if not current().fakes_driver or driver_loads():
         return {}
     symbols = wheel_driver_symbols(wheel)
     if not symbols:

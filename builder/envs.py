@@ -17,6 +17,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
+from wheelfarm.builder.platforms import current
 from wheelfarm.core.errors import ConfigError, ToolchainError
 from wheelfarm.core.proc import call
 from wheelfarm.matrix.load import requirement_problem
@@ -26,10 +27,6 @@ PIP_INDEX = "pip"  # torch index value meaning "pip's own configuration (or a mi
 
 def default_cache() -> Path:
     return Path(os.environ.get("WHEELFARM_CACHE", Path.home() / ".cache" / "wheelfarm"))
-
-
-def venv_python(venv: Path) -> Path:
-    return venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
 
 
 def site_packages(python: Path) -> Path:
@@ -49,7 +46,7 @@ class TorchEnv:
 
     @property
     def python(self) -> Path:
-        return venv_python(self.path)
+        return current().venv_python(self.path)
 
 
 def torch_env(
@@ -63,6 +60,7 @@ def torch_env(
     if (path / ".complete").is_file():
         return TorchEnv(path, torch, cuda)
     partial = path.with_name(path.name + f".partial-{os.getpid()}")
+    partial_python = current().venv_python(partial)
     shutil.rmtree(partial, ignore_errors=True)
     call([python, "-m", "venv", partial], log=log)
     source = [] if index == PIP_INDEX else ["--index-url", index]
@@ -70,12 +68,12 @@ def torch_env(
     # pip's own configuration: a CUDA index need not carry setuptools or ninja. The exact pin is
     # the environment's whole point, so a machine-wide constraint file (one that caps torch at
     # an older release) is set aside for this one install.
-    pip_install(venv_python(partial), f"torch=={torch}", *source, log=log, unconstrained=True)
-    pip_install(venv_python(partial), "setuptools>=69", "wheel", "ninja", "numpy", log=log)
+    pip_install(partial_python, f"torch=={torch}", *source, log=log, unconstrained=True)
+    pip_install(partial_python, "setuptools>=69", "wheel", "ninja", "numpy", log=log)
     report = json.loads(
         call(
             [
-                venv_python(partial),
+                partial_python,
                 "-c",
                 "import json, torch; print(json.dumps([torch.__version__, torch.version.cuda]))",
             ],
@@ -159,6 +157,6 @@ def overlay(base: TorchEnv | None, dest: Path, *, python: str, log: Path) -> Pat
     interpreter = str(base.python) if base is not None else python
     call([interpreter, "-m", "venv", dest], log=log)
     if base is not None:
-        own = site_packages(venv_python(dest))
+        own = site_packages(current().venv_python(dest))
         (own / "_wheelfarm_torch_env.pth").write_text(f"{site_packages(base.python)}\n")
-    return venv_python(dest)
+    return current().venv_python(dest)

@@ -25,13 +25,13 @@ import json
 import logging
 import os
 import re
-import shlex
 import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from wheelfarm.builder.platforms import current
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import BuildError, UsageError
 from wheelfarm.core.proc import call
@@ -197,14 +197,8 @@ def shim_main(argv: list[str]) -> int:
     """`ninja` for shard I of K (WHEELFARM_SHARD): build this shard's objects, stub the rest."""
     real = os.environ["WHEELFARM_REAL_NINJA"]
     parsed = _ninja_args(argv)
-    if parsed is None and sys.platform != "win32":
-        os.execv(real, [real, *argv])  # noqa: S606 - not a build: the shim becomes the real ninja
-    if parsed is None:  # Windows has no exec: run it and pass its status on
-        try:
-            call([real, *argv])
-        except BuildError:
-            return 1
-        return 0
+    if parsed is None:
+        return current().pass_through(real, argv)
     build_file, flags, _ = parsed
     shard, _, count = os.environ["WHEELFARM_SHARD"].partition("/")
     root = Path(os.environ["WHEELFARM_SHARD_ROOT"])
@@ -256,46 +250,6 @@ def merge_caches(caches: Iterable[Path], into: Path) -> int:
     return copied
 
 
-def _shim(bin_dir: Path) -> Path:
-    """A folder holding `ninja` that runs shim_main: a sh script, or on Windows (which runs
-    `ninja` only as ninja.exe) the launcher pip gives every console script."""
-    bin_dir.mkdir()
-    if sys.platform != "win32":
-        shim = bin_dir / "ninja"
-        shim.write_text(
-            f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m wheelfarm.builder.shard "$@"\n',
-            encoding="utf-8",
-        )
-        shim.chmod(0o755)
-        return bin_dir
-    from pip._vendor.distlib.scripts import ScriptMaker  # noqa: PLC0415 - Windows only
-
-    maker = ScriptMaker(None, str(bin_dir))  # type: ignore[no-untyped-call, unused-ignore]
-    maker.executable = sys.executable  # type: ignore[assignment, unused-ignore]
-    maker.variants = {""}
-    maker.make("ninja = wheelfarm.builder.shard:console")  # type: ignore[no-untyped-call, unused-ignore]
-    return bin_dir
-
-
-def _empty_object(env: dict[str, str], work: Path) -> Path:
-    """A valid object file with nothing in it: what a stubbed output becomes. Made by the real
-    host compiler (MSVC's cl on Windows, which NVCC_CCBIN names past the ccache masquerade)."""
-    path = env.get("PATH")
-    src = work / "empty.c"
-    src.write_text("/* stub object of a compile shard */\n", encoding="utf-8")
-    argv: list[str | Path]
-    if sys.platform == "win32":
-        cl = env.get("NVCC_CCBIN") or shutil.which("cl.exe", path=path)
-        obj = work / "empty.obj"
-        argv = [cl or "cl.exe", "/nologo", "/c", src, f"/Fo{obj}"]
-    else:
-        cc = shutil.which("cc", path=path) or shutil.which("gcc", path=path) or "cc"
-        obj = work / "empty.o"
-        argv = [cc, "-c", src, "-o", obj]
-    call(argv, env=env, cwd=work)
-    return obj
-
-
 def prepare(env: dict[str, str], split: Split | None, *, src: Path, work: Path) -> dict[str, str]:
     """The compile env of a shard (the ninja shim leads PATH) or a link build (the shards'
     caches merged into CCACHE_DIR, ccache logging each compile); unchanged without a split."""
@@ -309,22 +263,21 @@ def prepare(env: dict[str, str], split: Split | None, *, src: Path, work: Path) 
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     if split.is_shard:
+        here = current()
         real = shutil.which("ninja", path=env.get("PATH"))
         if real is None:
             msg = "a compile shard needs ninja on PATH (add ninja to build_requires)"
             raise BuildError(msg)
-        shard_env = {
+        return {
             **env,
-            "PATH": os.pathsep.join([str(_shim(folder / "bin")), env.get("PATH", "")]),
+            "PATH": os.pathsep.join([str(here.ninja_shim(folder / "bin")), env.get("PATH", "")]),
             "WHEELFARM_SHARD": f"{split.shard}/{split.count}",
             "WHEELFARM_SHARD_ROOT": str(src),
             "WHEELFARM_REAL_NINJA": real,
-            "WHEELFARM_EMPTY_OBJECT": str(_empty_object(env, folder)),
+            "WHEELFARM_EMPTY_OBJECT": str(here.empty_object(env, folder)),
             "WHEELFARM_SHARD_MANIFEST": str(folder / MANIFEST),
+            **here.husk_link(env),  # the husk links although its objects are empty
         }
-        if sys.platform == "win32":  # the husk's link: /EXPORT:PyInit_* may be in a stub
-            shard_env["LINK"] = " ".join(filter(None, [env.get("LINK"), "/FORCE:UNRESOLVED"]))
-        return shard_env
     cache = Path(env["CCACHE_DIR"])
     cache.mkdir(parents=True, exist_ok=True)
     copied = merge_caches(split.caches, cache)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from wheelfarm.builder.platforms import current
 from wheelfarm.core.errors import ToolchainError
 from wheelfarm.core.label import cuda_tag, cuda_version
 from wheelfarm.core.proc import call
@@ -73,8 +74,8 @@ def find_cuda_home(env: dict[str, str]) -> Path | None:
 def check_compiler(cuda: Version, env: dict[str, str], limit: int | None) -> str:
     """The host compiler's version line; refuse a gcc newer than `limit`, the newest major this
     toolkit accepts (compat.yaml), before a long build fails on it."""
-    if sys.platform == "win32":
-        return "msvc (from vcvars; checked by nvcc)"
+    if (fixed := current().fixed_compiler) is not None:
+        return fixed
     cxx = env.get("CXX", "c++")
     text = call([cxx, "--version"], env=env, capture=True)
     first = text.splitlines()[0] if text else cxx
@@ -120,7 +121,7 @@ def assemble_from_pypi(cuda: str, dest: Path, log: Path) -> Path:
 
 
 def _nvcc(home: Path, env: dict[str, str]) -> tuple[Path, Version]:
-    nvcc = home / "bin" / ("nvcc.exe" if sys.platform == "win32" else "nvcc")
+    nvcc = current().nvcc(home)
     return nvcc, nvcc_version(call([nvcc, "--version"], env=env, capture=True))
 
 

@@ -1,5 +1,6 @@
-"""What every repair shares: the job's inputs, and running the tool into a temporary folder so
-exactly one wheel, or nothing, reaches the output folder."""
+"""What the platforms share: a repair job's inputs, running the repair tool into a temporary
+folder so exactly one wheel, or nothing, reaches the output folder, and the compile shard's shim
+and empty source."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from wheelfarm.builder.policy import LibraryPolicy
 from wheelfarm.core.errors import BuildError
 from wheelfarm.core.proc import call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
+
+if TYPE_CHECKING:  # the ninja shim imports the platforms on every run: no matrix loader for it
+    from wheelfarm.builder.policy import LibraryPolicy
+
+SHIM_MODULE = "wheelfarm.builder.shard"  # the ninja shim: `-m` runs it, console() is its entry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,3 +51,10 @@ def repair_with(
             raise BuildError(msg)
         job.out_dir.mkdir(parents=True, exist_ok=True)
         return Path(shutil.move(made[0], job.out_dir / made[0].name))
+
+
+def empty_source(work: Path) -> Path:
+    """The C source of a compile shard's empty object."""
+    src = work / "empty.c"
+    src.write_text("/* stub object of a compile shard */\n", encoding="utf-8")
+    return src

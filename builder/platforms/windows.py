@@ -1,17 +1,89 @@
-"""Windows: delvewheel repair with torch's and CUDA's DLLs excluded (they load with torch)."""
+"""Windows: delvewheel repair, MSVC from vcvars (nvcc checks it), ccache as the cl.exe
+masquerade, pip's launcher as the ninja shim, and no exec."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
-from wheelfarm.builder.platforms.common import RepairJob, repair_with
+from wheelfarm.builder.platforms.common import SHIM_MODULE, RepairJob, empty_source, repair_with
+from wheelfarm.core.errors import BuildError
+from wheelfarm.core.proc import call
 
 
 class Windows:
+    fakes_driver = False  # nvcuda.dll loads at run time; wheels link the toolkit's import library
+    fixed_compiler = "msvc (from vcvars; checked by nvcc)"
+
+    def venv_python(self, venv: Path) -> Path:
+        return venv / "Scripts/python.exe"
+
+    def nvcc(self, cuda_home: Path) -> Path:
+        return cuda_home / "bin" / "nvcc.exe"
+
+    def compile_env(self, env: dict[str, str], work: Path) -> dict[str, str]:  # noqa: ARG002
+        return {"DISTUTILS_USE_SDK": "1"}  # torch's build raises without it under vcvars
+
+    def compiler_shims(
+        self,
+        env: dict[str, str],
+        ccache: str,
+        cuda_home: Path,
+        shims: Path,
+        base: Path,  # noqa: ARG002 - only Linux's nvcc wrapper renames sources
+    ) -> dict[str, str]:
+        """A copy of ccache.exe named cl.exe leads PATH (ccache's masquerade; torch's ninja rules
+        call `cl` by name), PYTORCH_NVCC puts ccache before nvcc, and NVCC_CCBIN keeps nvcc's
+        own host compiles on the real cl.exe."""
+        cl = shutil.which("cl.exe", path=env.get("PATH"))
+        if cl is None:
+            return env  # no MSVC environment: torch's build reports it
+        shims.mkdir(parents=True)
+        shutil.copy2(ccache, shims / "cl.exe")
+        return {
+            **env,
+            "PATH": os.pathsep.join([str(shims), env.get("PATH", "")]),
+            "PYTORCH_NVCC": subprocess.list2cmdline([ccache, str(self.nvcc(cuda_home))]),
+            "NVCC_CCBIN": cl,
+        }
+
+    def ninja_shim(self, bin_dir: Path) -> Path:
+        """The launcher pip gives every console script, as ninja.exe: Windows runs `ninja` only as
+        an .exe."""
+        from pip._vendor.distlib.scripts import ScriptMaker  # noqa: PLC0415 - Windows only
+
+        bin_dir.mkdir()
+        maker = ScriptMaker(None, str(bin_dir))  # type: ignore[no-untyped-call, unused-ignore]
+        maker.executable = sys.executable  # type: ignore[assignment, unused-ignore]
+        maker.variants = {""}
+        maker.make(f"ninja = {SHIM_MODULE}:console")  # type: ignore[no-untyped-call, unused-ignore]
+        return bin_dir
+
+    def empty_object(self, env: dict[str, str], work: Path) -> Path:
+        """Made by MSVC's real cl, which NVCC_CCBIN names past the ccache masquerade."""
+        cl = env.get("NVCC_CCBIN") or shutil.which("cl.exe", path=env.get("PATH"))
+        obj = work / "empty.obj"
+        call([cl or "cl.exe", "/nologo", "/c", empty_source(work), f"/Fo{obj}"], env=env, cwd=work)
+        return obj
+
+    def husk_link(self, env: dict[str, str]) -> dict[str, str]:
+        """MSVC refuses an /EXPORT:PyInit_* that a stubbed object left undefined."""
+        return {"LINK": " ".join(filter(None, [env.get("LINK"), "/FORCE:UNRESOLVED"]))}
+
+    def pass_through(self, real: str, argv: list[str]) -> int:
+        """Windows has no exec: run it and pass its status on."""
+        try:
+            call([real, *argv])
+        except BuildError:
+            return 1
+        return 0
+
     def repair(self, job: RepairJob) -> Path:
-        """Repair with delvewheel, which keeps the win_amd64 tag (job.plat is unused)."""
+        """Repair with delvewheel, torch's and CUDA's DLLs excluded (they load with torch); it
+        keeps the win_amd64 tag (job.plat is unused)."""
         excludes = os.pathsep.join(job.policy.provided)  # ';' on Windows
         add_path = ["--add-path", str(job.torch_lib)] if job.torch_lib is not None else []
         tool = [sys.executable, "-m", "delvewheel", "repair", "--no-mangle-all",

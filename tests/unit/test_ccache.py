@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from wheelfarm.builder import ccache
+from wheelfarm.builder.platforms import WINDOWS
 
 
 def _exe(path: Path, text: str = "") -> Path:
@@ -77,7 +78,7 @@ def test_windows_masquerades_cl_and_prefixes_nvcc(tmp_path: Path, tools: dict[st
     real_cl = _exe(tmp_path / "msvc" / "cl.exe")
     env = {**tools, "PATH": tools["PATH"] + os.pathsep + str(real_cl.parent)}
     out = ccache.wrap_compilers(
-        env, tmp_path / "cuda", tmp_path / "shims", base=tmp_path, windows=True
+        env, tmp_path / "cuda", tmp_path / "shims", base=tmp_path, platform=WINDOWS
     )
     assert out["PATH"].split(os.pathsep)[0] == str(tmp_path / "shims")
     assert (tmp_path / "shims" / "cl.exe").read_bytes() == (
