@@ -1,16 +1,15 @@
-"""The library policy (matrix/libraries.yaml of the farm root) as data: what torch and the CUDA
-runtime provide, and what the system has."""
+"""The library policy (matrix/libraries.yaml, loaded and checked with the matrix) as matching
+rules: what torch and the CUDA runtime provide, and what the system has."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from functools import cache
-from pathlib import Path
 
 from wheelfarm.core.platforms import OsName
 from wheelfarm.core.root import FarmRoot
-from wheelfarm.matrix.load import parse_yaml
+from wheelfarm.matrix.facts import load_facts
+from wheelfarm.matrix.model import Matrix
 
 
 @dataclass(frozen=True)
@@ -32,16 +31,13 @@ class LibraryPolicy:
         return self._match(name, self.system)
 
 
-@cache
-def _load(path: Path, os_name: OsName) -> LibraryPolicy:
-    data, _ = parse_yaml(path.read_text(encoding="utf-8"))
+def library_policy(source: Matrix | FarmRoot, os_name: OsName) -> LibraryPolicy:
+    """The policy for one OS: from a loaded matrix, or (for a caller holding only the root)
+    from the fact files, read and checked through the matrix's reader."""
+    facts = source.facts if isinstance(source, Matrix) else load_facts(source)
+    libraries = facts.libraries
     return LibraryPolicy(
-        tuple(data["provided"][os_name]),
-        tuple(data["system"][os_name]),
+        libraries.provided[os_name],
+        libraries.system[os_name],
         case_sensitive=os_name != "windows",
     )
-
-
-def library_policy(root: FarmRoot, os_name: OsName) -> LibraryPolicy:
-    """The policy for one OS, read once per farm root."""
-    return _load(root.matrix / "libraries.yaml", os_name)

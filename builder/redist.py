@@ -23,7 +23,7 @@ from wheelfarm.core.archive import unsafe_reason
 from wheelfarm.core.errors import ToolchainError
 from wheelfarm.core.http import download, make_session, request, sha256_file
 from wheelfarm.core.root import FarmRoot
-from wheelfarm.matrix.toolkits import Toolkit, ToolkitTable, toolkit_table
+from wheelfarm.matrix.facts import Toolkit, ToolkitTable, load_facts
 
 logger = logging.getLogger(__name__)
 COMPLETE = ".wheelfarm-toolkit.json"  # written last: a toolkit folder without it is partial
@@ -134,7 +134,7 @@ def _nvidia_layout(home: Path, redist_platform: str) -> None:
 def install_toolkit(root: FarmRoot, cuda: str, platform: str, dest: Path, downloads: Path) -> Path:
     """CUDA_HOME of the toolkit toolkits.yaml names for `cuda`, installed under `dest` (reused
     when already complete)."""
-    table = toolkit_table(root.matrix)
+    table = load_facts(root).toolkits
     tk = table.get(cuda)
     home = dest / f"cuda-{tk.version}"
     if (home / COMPLETE).is_file():

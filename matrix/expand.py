@@ -290,7 +290,7 @@ def expand(matrix: Matrix) -> Expansion:
     """Expand every package; a cell below its version's ABI floor is dropped first, and no cell
     its runner cannot build is kept (matrix/toolkits.py), nor one a package it requires does
     not serve. Packages expand after those they require; the result keeps the files' order."""
-    blocker = cache(support(matrix.root, matrix.farm).blocker)
+    blocker = cache(support(matrix).blocker)
     served: dict[ServedKey, Build] = {}  # the newest version's build of each cell
     made: dict[str, tuple[list[Cell], list[Excluded], list[Build]]] = {}
     for package in _dependency_order(matrix.packages):

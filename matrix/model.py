@@ -17,6 +17,7 @@ from wheelfarm.core.errors import PlanError
 from wheelfarm.core.label import cuda_version, torch_minor
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.core.root import FarmRoot
+from wheelfarm.matrix.facts import Facts
 
 AbiKind = Literal["cpython", "abi3", "torch-stable", "torch-free"]
 # what a package's `env` values may name: torch_memory_saver names its binaries by the CUDA major
@@ -308,12 +309,14 @@ class ArchPolicy:
 
 @dataclass(frozen=True, kw_only=True)
 class Matrix:
-    """Everything the planner needs: grid, arch policy, farm settings and packages."""
+    """Every file of the farm root, loaded once: grid, arch policy, farm settings, the fact files
+    (toolkits, compatibility, libraries, drivers) and the packages."""
 
     index_url: str
     releases: tuple[TorchRelease, ...]
     arch: ArchPolicy
     farm: FarmConfig
+    facts: Facts
     packages: tuple[Package, ...]
     root: FarmRoot
 

@@ -5,171 +5,26 @@ them with farm.yaml and refuses a table that contradicts the facts."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-from typing import Any
 
-import yaml
-from jsonschema import Draft202012Validator
 from packaging.version import Version
-from referencing import Registry, Resource
 
 from wheelfarm.core.errors import ConfigError
 from wheelfarm.core.platforms import os_of
 from wheelfarm.core.root import FarmRoot
-from wheelfarm.matrix.load import parse_yaml
-from wheelfarm.matrix.model import FarmConfig
+from wheelfarm.matrix.facts import (
+    Compat,
+    HostCompilers,
+    Image,
+    Runner,
+    Toolkit,
+    ToolkitTable,
+    load_facts,
+)
+from wheelfarm.matrix.model import FarmConfig, Matrix
 
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Toolkit:
-    """One CUDA tag's release and the host compiler each OS builds it with (None: no compiler
-    the runner has accepts this CUDA, so its cells are not planned there)."""
-
-    tag: str
-    version: Version
-    manifest_sha256: str | None
-    gcc_toolset: int | None
-    msvc_toolset: str | None
-
-    @property
-    def minor(self) -> str:
-        return f"{self.version.major}.{self.version.minor}"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolkitTable:
-    """toolkits.yaml, parsed."""
-
-    redist: str
-    redist_platforms: dict[str, str]
-    components: dict[str, tuple[str, ...]]  # "all", and extra ones per CUDA major
-    toolkits: dict[str, Toolkit]
-
-    def get(self, cuda: str) -> Toolkit:
-        if cuda not in self.toolkits:
-            msg = (
-                f"toolkits.yaml: no toolkit for {cuda!r} (have: {', '.join(self.toolkits)}); "
-                f"add its full version"
-            )
-            raise ConfigError([msg])
-        return self.toolkits[cuda]
-
-    def components_for(self, toolkit: Toolkit) -> tuple[str, ...]:
-        return self.components["all"] + self.components.get(str(toolkit.version.major), ())
-
-    def manifest_url(self, toolkit: Toolkit) -> str:
-        return f"{self.redist}redistrib_{toolkit.version}.json"
-
-
-@dataclass(frozen=True, kw_only=True)
-class HostCompilers:
-    """What one CUDA minor's nvcc accepts: gcc <= gcc_max, msvc[0] <= _MSC_VER < msvc[1]."""
-
-    gcc_max: int
-    msvc: tuple[int, int]
-    source: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class Image:
-    pythons: tuple[str, ...]
-    gcc_toolsets: tuple[int, ...]
-    source: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class Runner:
-    pythons: tuple[str, ...]
-    msvc: dict[str, int]  # vcvars_ver -> _MSC_VER
-    source: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class Compat:
-    """compat.yaml, parsed."""
-
-    cuda: dict[str, HostCompilers]
-    required: dict[str, tuple[str, ...]]  # per CUDA major
-    images: dict[str, Image]
-    runners: dict[str, Runner]
-
-    def host(self, minor: str) -> HostCompilers | None:
-        return self.cuda.get(minor)
-
-
-def _read(path: Path, schema: str) -> dict[str, Any]:
-    """One YAML file checked against its schema; every problem reported at once."""
-    try:
-        data, _ = parse_yaml(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError([f"{path}: cannot read it: {exc}"]) from exc
-    folder = path.parent / "schema"
-    resources = [
-        (s["$id"], Resource.from_contents(s))
-        for s in (json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("*.json"))
-    ]
-    registry: Registry[Any] = Registry().with_resources(resources)
-    document = json.loads((folder / f"{schema}.schema.json").read_text(encoding="utf-8"))
-    errors = Draft202012Validator(document, registry=registry).iter_errors(data)
-    problems = [
-        f"{path}: {'.'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}"
-        for e in sorted(errors, key=lambda e: list(map(str, e.absolute_path)))
-    ]
-    if problems:
-        raise ConfigError(problems)
-    return dict(data)
-
-
-@cache
-def toolkit_table(matrix: Path) -> ToolkitTable:
-    """toolkits.yaml of one matrix folder (cached per folder)."""
-    data = _read(matrix / "toolkits.yaml", "toolkits")
-    return ToolkitTable(
-        redist=data["redist"],
-        redist_platforms=dict(data["redist_platforms"]),
-        components={k: tuple(v) for k, v in data["components"].items()},
-        toolkits={
-            tag: Toolkit(
-                tag=tag,
-                version=Version(t["version"]),
-                manifest_sha256=t["manifest_sha256"],
-                gcc_toolset=t["gcc_toolset"],
-                msvc_toolset=t["msvc_toolset"],
-            )
-            for tag, t in data["toolkits"].items()
-        },
-    )
-
-
-@cache
-def compat_facts(matrix: Path) -> Compat:
-    """compat.yaml of one matrix folder (cached per folder)."""
-    data = _read(matrix / "compat.yaml", "compat")
-    return Compat(
-        cuda={
-            minor: HostCompilers(gcc_max=c["gcc_max"], msvc=tuple(c["msvc"]), source=c["source"])
-            for minor, c in data["cuda"].items()
-        },
-        required={k: tuple(v["components"]) for k, v in data["required_components"].items()},
-        images={
-            ref: Image(
-                pythons=tuple(i["pythons"]),
-                gcc_toolsets=tuple(i["gcc_toolsets"]),
-                source=i["source"],
-            )
-            for ref, i in data["images"].items()
-        },
-        runners={
-            label: Runner(pythons=tuple(r["pythons"]), msvc=dict(r["msvc"]), source=r["source"])
-            for label, r in data["runners"].items()
-        },
-    )
 
 
 def unpinned(container: str) -> str:
@@ -321,18 +176,18 @@ def _msvc_problems(
     return []
 
 
-def support(root: FarmRoot, farm: FarmConfig) -> Support:
-    """The runners' abilities for one farm root; ConfigError lists every contradiction."""
-    table, compat = toolkit_table(root.matrix), compat_facts(root.matrix)
-    problems = _problems(table, compat, farm)
+def support(matrix: Matrix) -> Support:
+    """The runners' abilities of a loaded matrix; ConfigError lists every contradiction."""
+    table, compat = matrix.facts.toolkits, matrix.facts.compat
+    problems = _problems(table, compat, matrix.farm)
     if problems:
         raise ConfigError(problems)
-    return Support(table, compat, farm)
+    return Support(table, compat, matrix.farm)
 
 
 def toolkit(root: FarmRoot, cuda: str, platform: str) -> dict[str, str]:
     """Install facts for one CUDA tag on one platform, as flat strings for the runner scripts."""
-    table = toolkit_table(root.matrix)
+    table = load_facts(root).toolkits
     tk = table.get(cuda)
     windows = os_of(platform) == "windows"
     compiler = tk.msvc_toolset if windows else tk.gcc_toolset
@@ -355,5 +210,5 @@ def toolkit(root: FarmRoot, cuda: str, platform: str) -> dict[str, str]:
 
 def gcc_max(root: FarmRoot, cuda: Version) -> int | None:
     """The newest gcc major a toolkit of this version accepts (None: no facts for it)."""
-    host = compat_facts(root.matrix).host(f"{cuda.major}.{cuda.minor}")
+    host = load_facts(root).compat.host(f"{cuda.major}.{cuda.minor}")
     return None if host is None else host.gcc_max

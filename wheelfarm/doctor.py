@@ -41,7 +41,7 @@ from wheelfarm.core.jsonread import loads
 from wheelfarm.core.label import Label, cuda_tag, torch_minor
 from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.root import FarmRoot
-from wheelfarm.matrix.load import parse_yaml
+from wheelfarm.matrix.facts import load_facts
 from wheelfarm.scripts.wheelfarm_install import arch_target, runs_any, runs_text
 
 PROBE = r"""
@@ -300,10 +300,9 @@ def _gpu(w: WheelFacts, env: Env) -> Check:
 
 
 def _driver(w: WheelFacts, env: Env, root: FarmRoot) -> Check:
-    table, _ = parse_yaml((root.matrix / "drivers.yaml").read_text(encoding="utf-8"))
     major = w.label.cuda[2:-1] if w.label else None
-    os_name = "windows" if env.platform == "win_amd64" else "linux"
-    floor = (table["minimum_driver"].get(major) or {}).get(os_name) if major else None
+    floors = load_facts(root).drivers.get(major) if major else None
+    floor = floors[env.platform == "win_amd64"] if floors else None
     needed = f"driver >= {floor} (CUDA {major}.x)" if floor else f"a driver for CUDA {major}.x"
     if env.driver is None:
         return failed("driver", "no NVIDIA driver found", needed,

@@ -34,9 +34,8 @@ from wheelfarm.core.root import FarmRoot
 from wheelfarm.core.simple import IndexFile, project_files
 from wheelfarm.index.coverage import coverage, markdown
 from wheelfarm.matrix.expand import Expansion, expand
-from wheelfarm.matrix.load import load_matrix, parse_yaml
+from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
-from wheelfarm.matrix.toolkits import compat_facts
 from wheelfarm.matrix.watch import (
     Proposal,
     Row,
@@ -214,8 +213,7 @@ class Watch:
 
 def _facts(matrix: Matrix) -> tuple[dict[str, set[str]], set[str]]:
     arch = {version: set(plats) for version, plats in matrix.arch.policy.items()}
-    table, _ = parse_yaml((matrix.root.matrix / "toolkits.yaml").read_text(encoding="utf-8"))
-    return arch, set(table.get("toolkits") or {})
+    return arch, set(matrix.facts.toolkits.toolkits)
 
 
 def _planned_with(root: FarmRoot, text: str) -> tuple[Matrix, Expansion]:
@@ -282,7 +280,7 @@ def watch(
     matrix = load_matrix(root)
     text = (root.matrix / "torch.yaml").read_text(encoding="utf-8")
     current = {torch_minor(r.version): Version(str(r.version)) for r in matrix.releases}
-    compat = compat_facts(root.matrix)
+    compat = matrix.facts.compat
     pythons = [p for i in compat.images.values() for p in i.pythons]
     newest_python = max(
         [*pythons, *(p for r in compat.runners.values() for p in r.pythons)], key=Version

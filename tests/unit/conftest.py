@@ -15,6 +15,7 @@ import pytest
 
 from tests.roots import REPO
 from wheelfarm.core.root import FarmRoot
+from wheelfarm.matrix.load import FILES
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +50,7 @@ def matrix_dir(tmp_path: Path) -> Callable[..., FarmRoot]:
         (root / "packages").mkdir(parents=True)
         shutil.copytree(REPO.schemas, farm.schemas)
         shutil.copytree(REPO.patches, farm.patches)
-        for name in ("torch.yaml", "arch.yaml", "farm.yaml", "toolkits.yaml", "compat.yaml"):
+        for name in (f"{stem}.yaml" for stem in FILES):
             text = overrides.get(name.removesuffix(".yaml"))
             if text is None and name == "torch.yaml":
                 (root / name).write_text(frozen_grid(), encoding="utf-8")

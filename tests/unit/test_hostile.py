@@ -31,7 +31,8 @@ from wheelfarm.core.root import FarmRoot
 from wheelfarm.core.wheelfile import write_wheel
 from wheelfarm.index.sources import from_wheelhouse
 from wheelfarm.matrix.expand import expand
-from wheelfarm.matrix.load import MAX_DEPTH, MAX_FILE_BYTES, load_matrix
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.reader import MAX_DEPTH, MAX_FILE_BYTES
 
 from .conftest import package_yaml
 

@@ -34,8 +34,9 @@ from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.index.entries import WheelEntry, covers_from_name, read_label
 from wheelfarm.index.sources import from_wheelhouse
 from wheelfarm.matrix.expand import expand
-from wheelfarm.matrix.load import MAX_LINE, MAX_PROBLEMS, load_matrix
+from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
+from wheelfarm.matrix.reader import MAX_LINE, MAX_PROBLEMS
 
 from .test_binary import container, deadline, entry, launcher, stdlib_extension
 from .test_hostile import NAME, _helper, _want, _wheel

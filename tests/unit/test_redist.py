@@ -20,11 +20,11 @@ from tests.roots import REPO
 from wheelfarm.builder import redist
 from wheelfarm.core.errors import NetworkError, ToolchainError
 from wheelfarm.core.root import FarmRoot
-from wheelfarm.matrix.toolkits import toolkit_table
+from wheelfarm.matrix.facts import load_facts
 
 from .conftest import package_yaml
 
-TABLE = toolkit_table(REPO.matrix)
+TABLE = load_facts(REPO).toolkits
 CU130 = TABLE.toolkits["cu130"]
 COMPONENTS = TABLE.components_for(CU130)
 
