@@ -240,3 +240,21 @@ def test_plain_http_only_on_loopback(url: str) -> None:
 def test_anything_else_is_refused_naming_the_flag(url: str) -> None:
     with pytest.raises(UsageError, match="--pypi-index"):
         _index(url, "--pypi-index")
+
+
+@given(
+    prefix=st.sampled_from(["localhost", "127.0.0.1", "[::1]", "LocalHost"]),
+    label=st.from_regex(r"[a-z0-9-]{1,20}", fullmatch=True),
+)
+def test_a_host_that_only_starts_like_loopback_is_refused(prefix: str, label: str) -> None:
+    """The host is parsed, never matched by prefix: any name after a loopback spelling is
+    another host, reachable over the network in plain http."""
+    with pytest.raises(UsageError, match="--torch-index"):
+        _index(f"http://{prefix}.{label}/whl/", "--torch-index")
+
+
+@given(address=st.ip_addresses(v=4, network="127.0.0.0/8"), port=st.integers(1, 65535))
+def test_every_loopback_address_takes_plain_http(address: object, port: int) -> None:
+    assert (
+        _index(f"http://{address}:{port}/whl", "--torch-index") == f"http://{address}:{port}/whl/"
+    )
