@@ -14,15 +14,15 @@ value found, the value needed and the one command that fixes it:
    it that failed (undefined c10 symbols, a missing libcudart, GLIBC, the driver...).
 
 The interpreter is probed in a subprocess; the GPU and driver come from NVML (nvidia-ml-py) when
-installed, else `nvidia-smi`. A wheel is read from its file, from the interpreter's installed
-copy, or from a farm's packages.json (`--index`: its archs when listed; nothing downloaded; read
-with a size cap and, over http, within the command's `--timeout`)."""
+installed, else the install helper's `nvidia-smi` query; the driver floors from drivers.yaml. A
+wheel is read from its file, from the interpreter's installed copy, or from a farm's
+packages.json (`--index`: its archs when listed; nothing downloaded; read with a size cap and,
+over http, within the command's `--timeout`)."""
 
 from __future__ import annotations
 
 import contextlib
 import re
-import shutil
 import subprocess
 import tempfile
 import zipfile
@@ -42,7 +42,7 @@ from wheelfarm.core.label import Label, cuda_tag, torch_minor
 from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import load_facts
-from wheelfarm.scripts.wheelfarm_install import arch_target, runs_any, runs_text
+from wheelfarm.scripts.wheelfarm_install import arch_target, gpus, runs_any, runs_text
 
 PROBE = r"""
 import json, os, platform, sys, sysconfig
@@ -180,7 +180,8 @@ def probe(python: str) -> Env:
 
 
 def gpu_and_driver() -> tuple[tuple[int, int] | None, str | None]:
-    """(compute capability, driver version) of GPU 0: NVML when installed, else nvidia-smi."""
+    """(compute capability, driver version) of GPU 0: NVML when installed, else the install
+    helper's nvidia-smi query (one query for both tools)."""
     try:
         import pynvml  # type: ignore[import-not-found]  # noqa: PLC0415 - optional
 
@@ -191,19 +192,8 @@ def gpu_and_driver() -> tuple[tuple[int, int] | None, str | None]:
         return (int(major), int(minor)), str(driver)
     except Exception:  # noqa: BLE001, S110 - no NVML, no GPU or no driver: ask nvidia-smi
         pass
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return None, None
-    try:
-        out = subprocess.run(
-            [smi, "--query-gpu=compute_cap,driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=30, check=True,
-        ).stdout  # fmt: skip
-        cap, driver = (p.strip() for p in out.splitlines()[0].split(","))
-        major, _, minor = cap.partition(".")
-        return (int(major), int(minor)), driver
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None, None
+    found = gpus()
+    return found[0] if found else (None, None)
 
 
 def read_wheel(path: Path) -> WheelFacts:

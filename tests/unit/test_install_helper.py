@@ -12,12 +12,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import InvalidVersion, Version
-
-from tests.roots import REPO
 
 from .test_hostile import _helper
 
@@ -217,11 +214,6 @@ def test_bad_archs_in_the_index_are_one_line_exit_3(
     code, _, err = run(helper, capsys, "demo", *args)
     assert code == 3 and err.count("\n") == 1
     assert f"archs.sass of {FILENAME} is 'sm_90', not a list like ['sm_80']" in err
-
-
-def test_driver_floors_match_the_farms_table(helper: ModuleType) -> None:
-    table = yaml.safe_load((REPO.matrix / "drivers.yaml").read_text())["minimum_driver"]
-    assert {k: (v["linux"], v["windows"]) for k, v in table.items()} == helper.DRIVER_FLOORS
 
 
 # --- PEP 440 ordering, against packaging.version.Version ---------------------------------------

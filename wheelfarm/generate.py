@@ -1,0 +1,71 @@
+"""Generated blocks of the farm root's own files, written from the YAML they restate. Today one:
+the install helper's driver table (`DRIVER_FLOORS` in scripts/wheelfarm_install.py) from
+matrix/drivers.yaml, so the standard-library helper, which reads no YAML, carries the farm's
+floors and never a copy edited by hand. Run `python -m wheelfarm.generate [--check]`;
+tests/unit/test_generated.py fails while a block is stale."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from wheelfarm.core.errors import ConfigError, WheelfarmError
+from wheelfarm.core.root import find_root
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.model import Matrix
+
+# the table as the helper spells it: one `"MAJOR": ("LINUX", "WINDOWS"),` row per CUDA major
+TABLE = re.compile(r"^DRIVER_FLOORS = \{\n(?:    .*\n)*?\}\n", re.MULTILINE)
+
+
+def driver_table(drivers: dict[str, tuple[str, str]]) -> str:
+    """drivers.yaml's floors as the helper's literal, oldest CUDA major first (the schema allows
+    only digits and dots in a floor, so the text is plain Python)."""
+    rows = "".join(
+        f'    "{major}": ("{linux}", "{windows}"),\n'
+        for major, (linux, windows) in sorted(drivers.items(), key=lambda kv: int(kv[0]))
+    )
+    return "DRIVER_FLOORS = {\n" + rows + "}\n"
+
+
+def helper_text(matrix: Matrix) -> str:
+    """The install helper's text with its driver table written from the matrix's drivers.yaml."""
+    path = matrix.root.install_helper
+    text = path.read_text(encoding="utf-8")
+    if len(TABLE.findall(text)) != 1:
+        msg = f"{path}: no single `DRIVER_FLOORS = {{...}}` table to write drivers.yaml into"
+        raise ConfigError([msg])
+    return TABLE.sub(lambda _: driver_table(matrix.facts.drivers), text)
+
+
+def stale(matrix: Matrix) -> list[Path]:
+    """The generated files whose text is not what their sources give."""
+    path = matrix.root.install_helper
+    return [path] if path.read_text(encoding="utf-8") != helper_text(matrix) else []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Rewrite every stale generated block (or, with --check, name them and exit 1)."""
+    parser = argparse.ArgumentParser(prog="python -m wheelfarm.generate", description=__doc__)
+    parser.add_argument("--root", type=Path, help="the farm root (default: as wheelfarm finds it)")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
+    args = parser.parse_args(argv)
+    try:
+        matrix = load_matrix(find_root(args.root))
+        for path in stale(matrix):
+            if args.check:
+                print(f"{path} is stale: run python -m wheelfarm.generate", file=sys.stderr)
+                return 1
+            path.write_text(helper_text(matrix), encoding="utf-8")
+            print(f"wrote {path}")
+    except WheelfarmError as exc:
+        print(f"wheelfarm generate: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
