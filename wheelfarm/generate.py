@@ -7,8 +7,8 @@ tests/unit/test_generated.py fails while a block is stale."""
 from __future__ import annotations
 
 import argparse
+import logging
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +17,7 @@ from wheelfarm.core.root import find_root
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
 
+logger = logging.getLogger(__name__)
 # the table as the helper spells it: one `"MAJOR": ("LINUX", "WINDOWS"),` row per CUDA major
 TABLE = re.compile(r"^DRIVER_FLOORS = \{\n(?:    .*\n)*?\}\n", re.MULTILINE)
 
@@ -48,7 +49,9 @@ def stale(matrix: Matrix) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Rewrite every stale generated block (or, with --check, name them and exit 1)."""
+    """Rewrite every stale generated block (or, with --check, name them and exit 1). Until the
+    CLI grows a `wheelfarm generate` command, this is the step; it logs, as library code does."""
+    logging.basicConfig(format="%(message)s", level=logging.INFO)
     parser = argparse.ArgumentParser(prog="python -m wheelfarm.generate", description=__doc__)
     parser.add_argument("--root", type=Path, help="the farm root (default: as wheelfarm finds it)")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
@@ -57,12 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         matrix = load_matrix(find_root(args.root))
         for path in stale(matrix):
             if args.check:
-                print(f"{path} is stale: run python -m wheelfarm.generate", file=sys.stderr)
+                logger.error("%s is stale: run python -m wheelfarm.generate", path)
                 return 1
             path.write_text(helper_text(matrix), encoding="utf-8")
-            print(f"wrote {path}")
+            logger.info("wrote %s", path)
     except WheelfarmError as exc:
-        print(f"wheelfarm generate: error: {exc}", file=sys.stderr)
+        logger.error("wheelfarm generate: error: %s", exc)  # noqa: TRY400 - one line, no trace
         return exc.exit_code
     return 0
 
