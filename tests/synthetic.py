@@ -4,13 +4,15 @@ compiled one. nvcc cannot build 1,517 targets here; verify cannot tell the diffe
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import struct
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from wheelfarm.builder.binary import FATBIN_MAGIC, KIND_CUBIN, KIND_PTX
+from wheelfarm.core import record
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.wheelfile import write_wheel
 from wheelfarm.matrix.expand import Build
@@ -74,15 +76,53 @@ def farm_wheel(build: Build, wheel_platform: str, dest: Path, *, payload: int = 
         files[f"{dist}/data.bin"] = os.urandom(payload)  # incompressible: the wheel is that big
     wheel = dest / f"{dist}-{version}-{py}-{abi}-{platform}.whl"
     write_wheel(wheel, files, info)
-    record = {
-        "version": 1,
-        "build_id": build.id,
-        "target": {"covers": [asdict(c) for c in build.covers]},
-        "wheel": {
-            "filename": wheel.name,
-            "sha256": sha256_file(wheel),
-            "size": wheel.stat().st_size,
-        },
-    }
-    wheel.with_name(wheel.name + ".build.json").write_text(json.dumps(record))
+    covers = tuple(record.Cell(**asdict(c)) for c in build.covers)
+    made = sample_record(
+        build_id=build.id,
+        target=dataclasses.replace(SAMPLE.target, covers=covers),
+        wheel=record.WheelFacts(
+            filename=wheel.name, sha256=sha256_file(wheel), size=wheel.stat().st_size
+        ),
+    )
+    record.path_for(wheel).write_text(made.to_json())
     return wheel
+
+
+CELL = record.Cell(
+    package="demo-pkg", version="1.0.0", torch="2.14", cuda="cu130", python="3.12",
+    platform="linux_x86_64",
+)  # fmt: skip
+SAMPLE = record.BuildRecord(
+    version=record.VERSION,
+    build_id="demo-pkg-1.0.0-cu130torch2.14-cp312-linux_x86_64",
+    wheelfarm="0.1.0",
+    target=record.TargetFacts(
+        package="demo-pkg", version="1.0.0", abi="cpython", cuda="cu130", torch="2.14.0",
+        python="3.12", platform="linux_x86_64", label="cu130torch2.14", archs="9.0",
+        covers=(CELL,),
+    ),
+    source=record.SourceFacts(
+        sdist=None, git=None, path="demo/wheelfarm-demo", subdir=None,
+        digest="path:demo/wheelfarm-demo", patches=(),
+    ),
+    toolchain=record.ToolchainFacts(cuda="13.0.88", cuda_home="/usr/local/cuda", compiler="gcc 13"),
+    torch=record.TorchFacts(torch="2.14.0+cu130", cuda="13.0"),
+    options=record.RecordedOptions(
+        torch_index="https://download.pytorch.org/whl/cu130", sdist_index="https://pypi.org/simple",
+        plat="manylinux_2_28_x86_64",
+    ),
+    environment={"MAX_JOBS": "2", "CCACHE_BASEDIR": "<work>"},
+    archs_found={"demo_pkg/_C.so": record.Archs(cubins=("sm_90",), ptx=())},
+    wheel=record.WheelFacts(
+        filename="demo_pkg-1.0.0+cu130torch2.14-cp312-cp312-linux_x86_64.whl", sha256="ab" * 32,
+        size=1,
+    ),
+    timing=record.Timing(
+        created="2026-01-01T00:00:00+00:00", steps_seconds={"compile": 81.5}, ccache={"hits": 0}
+    ),
+)  # fmt: skip
+
+
+def sample_record(**changes: Any) -> record.BuildRecord:
+    """A complete build record as `wheelfarm build` writes one, with `changes`."""
+    return dataclasses.replace(SAMPLE, **changes)

@@ -1,0 +1,248 @@
+"""The build record: one layout (wheelfarm.core.record), the schema beside the YAML schemas
+describing the same, records the builder wrote before still reading, and hostile records
+failing as one line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from tests.synthetic import SAMPLE, sample_record
+from wheelfarm.core import record
+from wheelfarm.core.record import BuildRecord, RecordError
+
+ROOT = Path(__file__).parents[2]
+SCHEMA = json.loads((ROOT / "matrix" / "schema" / "build-record.schema.json").read_text())
+VALIDATOR = Draft202012Validator(SCHEMA)
+
+# A record exactly as the builder wrote it before the layout had a module (version 2).
+WRITTEN_V2: dict[str, Any] = {
+    "version": 2,
+    "build_id": "demo-pkg-1.0.0-cu130torch2.14-cp312-linux_x86_64",
+    "wheelfarm": "0.1.0",
+    "target": {
+        "package": "demo-pkg", "version": "1.0.0", "abi": "cpython", "cuda": "cu130",
+        "torch": "2.14.0", "python": "3.12", "platform": "linux_x86_64",
+        "label": "cu130torch2.14", "archs": "9.0",
+        "covers": [{"package": "demo-pkg", "version": "1.0.0", "torch": "2.14", "cuda": "cu130",
+                    "python": "3.12", "platform": "linux_x86_64"}],
+    },
+    "source": {"sdist": None, "git": None, "path": "demo/wheelfarm-demo", "subdir": None,
+               "digest": "path:demo/wheelfarm-demo", "patches": []},
+    "toolchain": {"cuda": "13.0.88", "cuda_home": "/usr/local/cuda", "compiler": "gcc 13"},
+    "torch": {"torch": "2.14.0+cu130", "cuda": "13.0"},
+    "options": {"torch_index": "https://download.pytorch.org/whl/cu130",
+                "sdist_index": "https://pypi.org/simple", "plat": "manylinux_2_28_x86_64"},
+    "environment": {"MAX_JOBS": "2", "CCACHE_BASEDIR": "<work>"},
+    "archs_found": {"demo_pkg/_C.so": {"cubins": ["sm_90"], "ptx": []}},
+    "wheel": {"filename": "demo_pkg-1.0.0+cu130torch2.14-cp312-cp312-linux_x86_64.whl",
+              "sha256": "ab" * 32, "size": 1},
+    "timing": {"created": "2026-01-01T00:00:00+00:00", "steps_seconds": {"compile": 81.5},
+               "ccache": {"hits": 0}},
+}  # fmt: skip
+
+
+def _v1() -> dict[str, Any]:
+    """The same build as version 1 wrote it: no options, no subdir, timing at the top."""
+    old = json.loads(json.dumps(WRITTEN_V2))
+    del old["options"], old["source"]["subdir"]
+    old |= old.pop("timing") | {"version": 1}
+    return old
+
+
+def test_a_record_the_builder_wrote_reads_and_writes_back_the_same() -> None:
+    read = BuildRecord.from_json(json.dumps(WRITTEN_V2, indent=2), what="r")
+    assert read == SAMPLE
+    assert read.to_object() == WRITTEN_V2
+    assert json.loads(read.to_json()) == WRITTEN_V2
+    assert BuildRecord.from_json(read.to_json(), what="r") == read
+
+
+def test_a_version_1_record_reads_as_version_2_without_options() -> None:
+    read = BuildRecord.from_object(_v1(), what="r")
+    assert read == dataclasses.replace(SAMPLE, options=None)
+    assert BuildRecord.from_json(read.to_json(), what="r") == read
+    assert VALIDATOR.is_valid(read.to_object())
+
+
+def test_the_published_record_has_no_timing_and_reads_back() -> None:
+    published = SAMPLE.published().to_object()
+    assert "timing" not in published
+    assert BuildRecord.from_object(published, what="r") == SAMPLE.published()
+    assert VALIDATOR.is_valid(published)
+
+
+def test_the_schema_describes_the_dataclasses() -> None:
+    """Every dataclass field is a schema property, required unless it has a default, and no
+    property is missing from the dataclasses: the two spell one layout."""
+    Draft202012Validator.check_schema(SCHEMA)
+    assert VALIDATOR.is_valid(WRITTEN_V2)
+
+    def check(cls: type, node: dict[str, Any], at: str) -> None:
+        node = _resolved(node)
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        assert set(node["properties"]) == set(fields), at
+        required = {n for n, f in fields.items() if f.default is dataclasses.MISSING}
+        assert set(node["required"]) == required, at
+        assert node["additionalProperties"] is False, at
+        hints = typing.get_type_hints(cls)
+        for name in fields:
+            for inner, sub in _nested(hints[name], node["properties"][name]):
+                check(inner, sub, f"{at}.{name}")
+
+    check(BuildRecord, SCHEMA, "record")
+
+
+def _resolved(node: dict[str, Any]) -> dict[str, Any]:
+    ref = node.get("$ref")
+    return typing.cast("dict[str, Any]", SCHEMA["$defs"][ref.rsplit("/", 1)[1]]) if ref else node
+
+
+def _nested(hint: Any, node: dict[str, Any]) -> list[tuple[type, dict[str, Any]]]:
+    """The dataclasses inside a field's type, each with the schema node that describes it."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if dataclasses.is_dataclass(hint):
+        return [(typing.cast("type", hint), node)]
+    if typing.get_origin(hint) is tuple:
+        return _nested(args[0], node["items"])
+    if typing.get_origin(hint) is Mapping:
+        return _nested(args[1], node["additionalProperties"])
+    if len(args) == 1:  # X | None: the schema's object branch
+        (branch,) = [b for b in node.get("oneOf", [node]) if b.get("type") != "null"]
+        return _nested(args[0], branch)
+    return []
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.pop("wheel"), "r: wheel is missing"),
+        (lambda r: r["wheel"].pop("sha256"), "r: wheel.sha256 is missing"),
+        (lambda r: r["wheel"].update(size="1"), "r: wheel.size should be an integer, not a string"),
+        (lambda r: r["wheel"].update(size=True), "r: wheel.size should be an integer, not a boolean"),
+        (lambda r: r["target"]["covers"].append({}), "r: target.covers[1].package is missing"),
+        (lambda r: r["target"].update(covers={}), "r: target.covers should be a list, not an object"),
+        (lambda r: r["archs_found"].update({"x\n.so": []}), "r: archs_found['x\\n.so'] should be an object, not a list"),
+        (lambda r: r["environment"].update(PATH=None), "r: environment['PATH'] should be a string, not null"),
+        (lambda r: r.update(extra=1), "r: the record has an unknown key 'extra'"),
+        (lambda r: r["source"].update({"\u202e": 1}), "r: source has an unknown key '\\u202e'"),
+        (lambda r: r.update(version=3), "r: build record version 3; this wheelfarm reads versions 1 to 2"),
+        (lambda r: r.update(version="2"), "r: build record version '2'"),
+        (lambda r: r.pop("version"), "r: build record version None"),
+    ],
+)  # fmt: skip
+def test_a_malformed_record_is_one_line_naming_the_field(change: Any, message: str) -> None:
+    data = json.loads(json.dumps(WRITTEN_V2))
+    change(data)
+    with pytest.raises(RecordError) as caught:
+        BuildRecord.from_json(json.dumps(data), what="r")
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"{garbled", "r: not valid JSON"),
+        (b"[1, 2]", "r: not a build record (a JSON object), got a list"),
+        (b"[" * 100_000, "r: JSON nested 100000 deep"),
+        (b'"' + b"x" * (record.MAX_BYTES + 1) + b'"', "r: 16,777,219 bytes of JSON"),
+        (b"\xff\xfe", "r: not valid JSON"),
+    ],
+    ids=["garbled", "list", "deep", "huge", "not UTF-8"],
+)
+def test_a_file_that_is_no_record_is_one_line(raw: bytes, message: str) -> None:
+    with pytest.raises(RecordError) as caught:
+        BuildRecord.from_json(raw, what="r")
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+
+
+def test_read_names_the_path_and_an_unreadable_one(tmp_path: Path) -> None:
+    wheel = tmp_path / "w.whl"
+    assert record.path_for(wheel) == tmp_path / "w.whl.build.json"
+    assert record.is_record_name("w.whl.build.json")
+    assert not record.is_record_name("x.shard-1of2.json")
+    record.path_for(wheel).write_text(SAMPLE.to_json())
+    assert BuildRecord.read(record.path_for(wheel)) == SAMPLE
+    with pytest.raises(RecordError, match=r"^.*missing\.build\.json: cannot be read \(No such"):
+        BuildRecord.read(tmp_path / "missing.build.json")
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+def _paths(value: object, at: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Every place in a JSON value a hostile value can be put."""
+    found: list[tuple[object, ...]] = [at]
+    if isinstance(value, dict):
+        found += [p for k, v in value.items() for p in _paths(v, (*at, k))]
+    elif isinstance(value, list):
+        found += [p for i, v in enumerate(value) for p in _paths(v, (*at, i))]
+    return found
+
+
+def _outcome(parse: Any, value: object) -> BuildRecord | RecordError:
+    try:
+        return typing.cast("BuildRecord", parse(value, what="r"))
+    except RecordError as exc:
+        return exc
+
+
+@given(data=st.data(), value=JSON)
+@settings(max_examples=300, deadline=None)
+def test_any_change_to_a_record_reads_as_the_schema_allows_or_is_one_line(
+    data: st.DataObject, value: object
+) -> None:
+    """Put any JSON anywhere in a written record (or drop a key): what from_json accepts,
+    the schema accepts too; the rest is refused as one RecordError line."""
+    doc = json.loads(json.dumps(WRITTEN_V2))
+    path = data.draw(st.sampled_from(_paths(doc)[1:]))
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    if isinstance(parent, dict) and data.draw(st.booleans()):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    read = _outcome(BuildRecord.from_json, json.dumps(doc))
+    if isinstance(read, RecordError):
+        assert "\n" not in str(read)
+        assert str(read).startswith("r: ")
+    else:
+        assert VALIDATOR.is_valid(read.to_object())
+
+
+@given(JSON)
+@settings(max_examples=200, deadline=None)
+def test_any_json_is_a_record_or_one_line(value: object) -> None:
+    read = _outcome(BuildRecord.from_object, value)
+    assert not isinstance(read, RecordError) or "\n" not in str(read)
+
+
+@given(st.binary(max_size=64))
+@settings(max_examples=200, deadline=None)
+def test_any_bytes_are_a_record_or_one_line(raw: bytes) -> None:
+    with pytest.raises(RecordError) as caught:
+        BuildRecord.from_json(raw, what="r")
+    assert "\n" not in str(caught.value)
+
+
+def test_sample_record_is_the_written_one() -> None:
+    assert sample_record(build_id="x").build_id == "x"
+    assert sample_record().to_object() == WRITTEN_V2

@@ -1,0 +1,290 @@
+"""The build record, `<wheel>.build.json`: how a wheel was made, for users, the index, publish
+and `verify --rebuild`. Its layout is spelled here once: the builder writes these dataclasses
+and every reader gets them back from `BuildRecord.from_json`, which treats the file as hostile
+(jsonread's size and depth caps, then every field's type checked) and fails as one-line
+`RecordError`. matrix/schema/build-record.schema.json describes the same layout for tools
+outside the farm; tests/unit/test_record.py keeps the two equal.
+
+Version 1 (before split compiles) kept no options and no source subdir, and had "created",
+"steps_seconds" and "ccache" at the top level: it reads as version 2 with `options` None."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+from wheelfarm.core import jsonread
+
+SUFFIX = ".build.json"
+VERSION = 2
+MAX_BYTES = 16 << 20  # a record is a few kB; its environment is the largest part
+_V1_TIMING = ("created", "steps_seconds", "ccache")
+_SHOWN = 60  # characters of a hostile key an error quotes
+_T = TypeVar("_T")
+
+
+class RecordError(ValueError):
+    """A build record of the wrong shape: one line naming the file and the field."""
+
+
+def path_for(wheel: Path) -> Path:
+    """Where a wheel's build record lies: beside it, named after it."""
+    return wheel.with_name(wheel.name + SUFFIX)
+
+
+def is_record_name(name: str) -> bool:
+    """Whether a file name in a wheelhouse is a wheel's build record."""
+    return name.endswith(".whl" + SUFFIX)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cell:
+    """A cell the wheel serves (matrix.expand.Cell as it was written)."""
+
+    package: str
+    version: str
+    torch: str
+    cuda: str
+    python: str
+    platform: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TargetFacts:
+    package: str
+    version: str
+    abi: str
+    cuda: str
+    torch: str | None  # None: a torch-free build
+    python: str
+    platform: str
+    label: str
+    archs: str | None  # TORCH_CUDA_ARCH_LIST; None: arch.via none, no device code
+    covers: tuple[Cell, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceFacts:
+    sdist: str | None
+    git: str | None
+    path: str | None
+    subdir: str | None
+    digest: str
+    patches: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolchainFacts:
+    cuda: str
+    cuda_home: str
+    compiler: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchFacts:
+    """What the shared torch environment reported (its `.complete` marker)."""
+
+    torch: str
+    cuda: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedOptions:
+    """The options a build record keeps, so `verify --rebuild` builds the same way."""
+
+    torch_index: str
+    sdist_index: str
+    plat: str  # what auditwheel/delvewheel were given
+
+
+@dataclass(frozen=True, kw_only=True)
+class Archs:
+    """The SASS (`cubins`) and PTX one binary of the wheel carries."""
+
+    cubins: tuple[str, ...]
+    ptx: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelFacts:
+    filename: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timing:
+    """When and how fast: the one part a rebuild changes, left out of what publish uploads."""
+
+    created: str
+    steps_seconds: Mapping[str, float]
+    ccache: Mapping[str, int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildRecord:
+    version: int
+    build_id: str
+    wheelfarm: str
+    target: TargetFacts
+    source: SourceFacts
+    toolchain: ToolchainFacts
+    torch: TorchFacts | None  # None: a torch-free build
+    options: RecordedOptions | None  # None: a version 1 record, which kept none
+    environment: Mapping[str, str]  # every variable the build set, the work folder as <work>
+    archs_found: Mapping[str, Archs]  # binary in the wheel -> its archs
+    wheel: WheelFacts
+    timing: Timing | None = None  # None: a published record (records-<hash>.json)
+
+    def to_object(self) -> dict[str, Any]:
+        """The record as JSON values; no "timing" key when it has none."""
+        data = typing.cast("dict[str, Any]", _plain(dataclasses.asdict(self)))
+        if self.timing is None:
+            del data["timing"]
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_object(), indent=2) + "\n"
+
+    def published(self) -> BuildRecord:
+        """Without its timing: the same wheel rebuilt publishes the same record."""
+        return dataclasses.replace(self, timing=None)
+
+    @classmethod
+    def from_object(cls, data: object, *, what: str) -> BuildRecord:
+        """A decoded JSON value as a record (version 1 migrated); RecordError names `what`."""
+        if not isinstance(data, dict):
+            msg = f"{what}: not a build record (a JSON object), got {_kind(data)}"
+            raise RecordError(msg)
+        version = data.get("version")
+        if version == 1:
+            data = _from_v1(data)
+        elif version != VERSION:
+            msg = (
+                f"{what}: build record version {_shown(version)}; this wheelfarm reads "
+                f"versions 1 to {VERSION} (a newer one wrote it?)"
+            )
+            raise RecordError(msg)
+        return decode(cls, data, what=what)
+
+    @classmethod
+    def from_json(cls, data: str | bytes, *, what: str) -> BuildRecord:
+        """Parse a record file's bytes; every failure is a one-line RecordError naming `what`."""
+        try:
+            value = jsonread.loads(data, what=what, max_bytes=MAX_BYTES)
+        except ValueError as exc:
+            raise RecordError(str(exc).replace("\n", " ")) from exc
+        return cls.from_object(value, what=what)
+
+    @classmethod
+    def read(cls, path: Path, *, what: str | None = None) -> BuildRecord:
+        """The record at `path` (named `what` in errors, default the path)."""
+        name = what or str(path)
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            msg = f"{name}: cannot be read ({exc.strerror or exc})"
+            raise RecordError(msg) from exc
+        return cls.from_json(raw, what=name)
+
+
+def _plain(value: object) -> object:
+    """asdict's output as JSON values: tuples as lists (what json and jsonschema expect)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _from_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """A version 1 record in version 2's layout: timing gathered, no options, no subdir."""
+    out = {k: v for k, v in data.items() if k not in _V1_TIMING}
+    timing = {k: data[k] for k in _V1_TIMING if k in data}
+    if timing:
+        out["timing"] = timing
+    if isinstance(out.get("source"), dict):
+        out["source"] = {"subdir": None, **out["source"]}
+    return {**out, "version": VERSION, "options": None}
+
+
+def decode(cls: type[_T], data: object, *, what: str) -> _T:
+    """`data` (decoded JSON) as the record dataclass `cls`, every field's type checked."""
+    return typing.cast("_T", _value(cls, data, what, ""))
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _value(hint: Any, value: object, what: str, at: str) -> object:  # noqa: ANN401 - a type
+    """`value` checked against the type `hint`, containers rebuilt; RecordError at `at`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = (a for a in args if a is not type(None))
+        return _value(inner, value, what, at)
+    if dataclasses.is_dataclass(hint):
+        return _dataclass(typing.cast("type", hint), value, what, at)
+    if origin is tuple:
+        items = _expect(value, list, "a list", what, at)
+        return tuple(_value(args[0], v, what, f"{at}[{i}]") for i, v in enumerate(items))
+    if origin is Mapping:
+        obj = _expect(value, dict, "an object", what, at)
+        return {k: _value(args[1], v, what, f"{at}[{_shown(k)}]") for k, v in obj.items()}
+    return _scalar(hint, value, what, at)
+
+
+def _scalar(hint: type, value: object, what: str, at: str) -> object:
+    """A string, an integer or a number (an integer read as one), never a boolean."""
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    names = {str: "a string", int: "an integer", float: "a number"}
+    return _expect(value, hint, names[hint], what, at)
+
+
+def _dataclass(cls: type, value: object, what: str, at: str) -> object:
+    obj = _expect(value, dict, "an object", what, at)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(obj) - set(fields))
+    if unknown:
+        msg = f"{what}: {at or 'the record'} has an unknown key {_shown(unknown[0])}"
+        raise RecordError(msg)
+    hints, kwargs = _hints(cls), {}
+    for name, field in fields.items():
+        where = f"{at}.{name}" if at else name
+        if name in obj:
+            kwargs[name] = _value(hints[name], obj[name], what, where)
+        elif field.default is dataclasses.MISSING:
+            msg = f"{what}: {where} is missing"
+            raise RecordError(msg)
+    return cls(**kwargs)
+
+
+def _expect(value: object, kind: type[_T], named: str, what: str, at: str) -> _T:
+    if isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool):
+        return value
+    msg = f"{what}: {at or 'the record'} should be {named}, not {_kind(value)}"
+    raise RecordError(msg)
+
+
+def _kind(value: object) -> str:
+    """A JSON value's kind, never its content (which may be hostile)."""
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+    kinds |= {int: "an integer", float: "a number", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+def _shown(value: object) -> str:
+    """A hostile key or value quoted for a one-line message: escaped and cut short."""
+    text = ascii(value)
+    return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}..."
