@@ -3,38 +3,34 @@ verify -> record, each step timed, logged to its own file and announced with a p
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
 
-from wheelfarm import __version__
-from wheelfarm.builder import driver, envs, shard, source, toolchain
+from wheelfarm.builder import driver, envs, provenance, shard, source, toolchain
 from wheelfarm.builder.ccache import wrap_compilers
 from wheelfarm.builder.platforms import REPAIRERS, RepairJob
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
+from wheelfarm.builder.steps import Steps
 from wheelfarm.builder.target import FarmWheel, Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
-from wheelfarm.core import jsonread
+from wheelfarm.core import record
 from wheelfarm.core.errors import (
     BuildError,
     ConfigError,
     ToolchainError,
     VerifyError,
-    WheelfarmError,
 )
-from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import os_of
 from wheelfarm.core.proc import call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
@@ -43,9 +39,6 @@ from wheelfarm.matrix.load import module_problem
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 60.0  # a compile prints its progress this often
-STEPS = ("toolchain", "environment", "source", "compile", "relabel", "repair", "verify", "record")
-WORK = "<work>"  # the work folder as the build record writes it: rebuilds elsewhere match
-RECORD_VERSION = 2
 # The import check's program: the module names come as arguments (data), never as its code.
 IMPORT_PROGRAM = (
     "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
@@ -69,20 +62,38 @@ class BuildOptions:
     # None: out_dir
 
 
-@dataclass(frozen=True, kw_only=True)
-class RecordedOptions:
-    """The options a build record keeps, so `verify --rebuild` builds the same way."""
-
-    torch_index: str
-    sdist_index: str
-    plat: str  # what auditwheel/delvewheel were given
-
-
-@dataclass
+@dataclass(frozen=True)
 class BuildResult:
+    """A verified wheel in the wheelhouse, its build record, and each step's seconds."""
+
     wheel: Path
     record: Path
     durations: dict[str, float]
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    """A compile shard makes no wheel: its product is the compiler cache it filled, and
+    `summary` (`<build id>.shard-IofK.json`) says what it compiled."""
+
+    summary: Path
+    durations: dict[str, float]
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """What the first four steps leave for the rest: the raw wheel and how it was made."""
+
+    work: Path
+    python: str
+    index: str
+    tc: toolchain.Toolchain
+    torch_env: envs.TorchEnv | None
+    torch_site: Path | None
+    env: dict[str, str]
+    wheel: Path
+    ccache: dict[str, int]
+    split: dict[str, object]  # shard.finish's summary; empty without a split
 
 
 def find_python(version: str, explicit: str | None) -> str:
@@ -187,13 +198,6 @@ def prefix_maps(env: dict[str, str], work: Path) -> dict[str, str]:
     return {k: " ".join(filter(None, [env.get(k), v])) for k, v in added.items()}
 
 
-def set_by_build(env: dict[str, str], target: Target, work: Path) -> dict[str, str]:
-    """Every variable the build set or changed (against this process's environment) and the
-    package's own, sorted, with the work folder written as <work>."""
-    keys = {k for k, v in env.items() if os.environ.get(k) != v} | set(target.package.env)
-    return {k: env[k].replace(str(work), WORK) for k in sorted(keys) if k in env}
-
-
 def expectation(target: Target) -> Expectation:
     b = target.build
     return Expectation(
@@ -206,12 +210,6 @@ def expectation(target: Target) -> Expectation:
         policy=library_policy(target.root, os_of(b.platform)),
         vendor_allow=target.package.vendor_allow,
     )
-
-
-def _complete(torch_env: envs.TorchEnv) -> object:
-    """What the shared torch environment's maker found in it (its `.complete` file)."""
-    marker = torch_env.path / ".complete"
-    return jsonread.loads(marker.read_bytes(), what=str(marker))
 
 
 def check_import(
@@ -337,32 +335,6 @@ def verify_wheel(
     return report
 
 
-class _Steps:
-    """Times each step, writes its log, logs '[i/8] step' lines, names the log on failure."""
-
-    def __init__(self, logs: Path) -> None:
-        self.logs = logs
-        self.durations: dict[str, float] = {}
-
-    @contextmanager
-    def step(self, name: str) -> Iterator[Path]:
-        log = self.logs / f"{STEPS.index(name) + 1}-{name}.log"
-        number = f"[{STEPS.index(name) + 1}/{len(STEPS)}]"
-        logger.info("%s %s (log: %s)", number, name, log)
-        started = time.perf_counter()
-        try:
-            yield log
-        except WheelfarmError as exc:
-            elapsed = time.perf_counter() - started
-            logger.error("%s %s FAILED after %.1fs", number, name, elapsed)  # noqa: TRY400 - main reports the error once
-            if isinstance(exc, (VerifyError, ToolchainError)):
-                raise
-            msg = f"step {name!r} failed: {exc}"
-            raise BuildError(msg) from exc
-        self.durations[name] = round(time.perf_counter() - started, 2)
-        logger.info("%s %s done in %.1fs", number, name, self.durations[name])
-
-
 def compile_wheel(
     py: Path, src: Path, dist: Path, env: dict[str, str], log: Path, deadline: float | None = None
 ) -> tuple[Path, dict[str, int]]:
@@ -397,17 +369,12 @@ def compile_wheel(
     return built[0], {k: after[k] - before.get(k, 0) for k in after}
 
 
-def run_build(target: Target, opts: BuildOptions) -> BuildResult:
-    """Build, repair and verify one target; keep logs and the work folder on failure."""
+def _compile(target: Target, opts: BuildOptions, steps: Steps) -> _Compiled:
+    """Toolchain, environment, source and compile: what a wheel and a compile shard share."""
     work = opts.work_dir / target.id
-    logs = opts.out_dir / "logs" / target.id
-    shutil.rmtree(logs, ignore_errors=True)
-    logs.mkdir(parents=True)
-    steps = _Steps(logs)
     build, pkg = target.build, target.package
     python = find_python(build.python, opts.python)
     index = opts.torch_index or target.torch_index
-
     with steps.step("toolchain") as log:
         tc = toolchain.detect(
             build.cuda, dict(os.environ), work=opts.cache, log=log, root=target.root
@@ -435,113 +402,95 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
     with steps.step("compile") as log:
         built, ccache = compile_wheel(py, src, work / "dist", env, log, opts.deadline)
         split = shard.finish(opts.split, ccache, env)
-    if opts.split is not None and opts.split.is_shard:  # its product is the cache; wheel a husk
-        shutil.rmtree(work, ignore_errors=True)
-        summary = shard.write_summary(
-            opts.out_dir, target.id, {**split, "ccache": ccache, "steps_seconds": steps.durations}
-        )
-        return BuildResult(summary, summary, steps.durations)
+    return _Compiled(work, python, index, tc, torch_env, torch_site, env, built, ccache, split)
+
+
+def run_shard(target: Target, opts: BuildOptions) -> ShardResult:
+    """One compile shard of a split build (`opts.split` a shard): compile its share of the
+    objects into the compiler cache, and write what it did beside the wheels."""
+    if opts.split is None or not opts.split.is_shard:
+        msg = "run_shard builds a compile shard: opts.split names none"
+        raise ValueError(msg)
+    steps = Steps(opts.out_dir / "logs" / target.id)
+    made = _compile(target, opts, steps)
+    shutil.rmtree(made.work, ignore_errors=True)  # the wheel it made is a husk
+    summary = {**made.split, "ccache": made.ccache, "steps_seconds": steps.durations}
+    return ShardResult(shard.write_summary(opts.out_dir, target.id, summary), steps.durations)
+
+
+def run_build(target: Target, opts: BuildOptions) -> BuildResult:
+    """Build, repair and verify one target; keep logs and the work folder on failure."""
+    if opts.split is not None and opts.split.is_shard:
+        msg = "a compile shard makes no wheel: run_shard builds it"
+        raise ValueError(msg)
+    steps = Steps(opts.out_dir / "logs" / target.id)
+    made = _compile(target, opts, steps)
+    build = target.build
     with steps.step("relabel"):
         requires = tuple(f.requirement for f in target.farm_requires)
-        labelled = relabel(built, build.label, work / "relabelled", requires)
+        labelled = relabel(made.wheel, build.label, made.work / "relabelled", requires)
     with steps.step("repair") as log:
         job = RepairJob(
             wheel=labelled,
-            out_dir=work / "repaired",
+            out_dir=made.work / "repaired",
             plat=opts.plat or target.wheel_platform,
-            torch_lib=torch_site / "torch" / "lib" if torch_site else None,
+            torch_lib=made.torch_site / "torch" / "lib" if made.torch_site else None,
             policy=library_policy(target.root, os_of(build.platform)),
             log=log,
         )
         repaired = REPAIRERS[build.platform].repair(job)
     with steps.step("verify") as log:
         report = _verified_static(repaired, target)
-        check_import(
-            repaired,
-            pkg.imports,
-            torch_env  # the build's own, unless a torch-free package imports beside a torch
-            if target.import_torch == build.torch
-            else target_torch_env(
-                target, cache=opts.cache, python=python, index=index, log=log, importing=True
-            ),
-            work / "verify-venv",
-            python=python,
-            log=log,
-            requires=pkg.import_requires,
-            farm=target.farm_requires,
-            farm_source=opts.farm_wheels or opts.out_dir,
-        )
+        _import_checked(repaired, target, made, opts, log)
         # only a verified wheel reaches the wheelhouse (where publish and the planner look)
         opts.out_dir.mkdir(parents=True, exist_ok=True)
         wheel = Path(shutil.move(repaired, opts.out_dir / repaired.name))
     with steps.step("record"):
-        recorded = RecordedOptions(torch_index=index, sdist_index=opts.sdist_index, plat=job.plat)
-        timing: dict[str, object] = {
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "steps_seconds": steps.durations,
-            "ccache": ccache,
-        }
-        record = write_record(
-            wheel, target, tc, report, set_by_build(env, target, work), recorded, timing, torch_env
+        recorded = record.RecordedOptions(
+            torch_index=made.index, sdist_index=opts.sdist_index, plat=job.plat
         )
-    shutil.rmtree(work, ignore_errors=True)
-    return BuildResult(wheel, record, steps.durations)
+        timing = record.Timing(
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            steps_seconds=steps.durations,
+            ccache=made.ccache,
+        )
+        facts = provenance.build_record(
+            wheel,
+            target,
+            tc=made.tc,
+            report=report,
+            env=made.env,
+            work=made.work,
+            torch_env=made.torch_env,
+            options=recorded,
+            timing=timing,
+        )
+        path = record.path_for(wheel)
+        path.write_text(facts.to_json(), encoding="utf-8")
+    shutil.rmtree(made.work, ignore_errors=True)
+    return BuildResult(wheel, path, steps.durations)
 
 
-def write_record(
-    wheel: Path,
-    target: Target,
-    tc: toolchain.Toolchain,
-    report: Report,
-    env: dict[str, str],
-    opts: RecordedOptions,
-    timing: dict[str, object],
-    torch_env: envs.TorchEnv | None,
-) -> Path:
-    """`<wheel>.build.json`: how this wheel was made, for users, the index and provenance.
-    Everything but "timing" is the same when the same target is built again (in any work
-    folder): what publish hashes and `verify --rebuild` rebuilds from."""
-    b, s = target.build, target.source
-    data = {
-        "version": RECORD_VERSION,
-        "build_id": b.id,
-        "wheelfarm": __version__,
-        "target": {
-            "package": b.package,
-            "version": b.version,
-            "abi": b.abi,
-            "cuda": b.cuda,
-            "torch": b.torch,
-            "python": b.python,
-            "platform": b.platform,
-            "label": b.label,
-            "archs": b.archs.torch or None,  # None: arch.via none, no device code
-            "covers": [asdict(c) for c in b.covers],
-        },
-        "source": {
-            "sdist": s.source.sdist,
-            "git": s.source.git,
-            "path": s.source.path,
-            "subdir": s.source.subdir,
-            "digest": s.source.digest,
-            "patches": list(s.patches),
-        },
-        "toolchain": {
-            "cuda": str(tc.version),
-            "cuda_home": str(tc.cuda_home),
-            "compiler": tc.compiler,
-        },
-        "torch": _complete(torch_env) if torch_env else None,
-        "options": asdict(opts),
-        "environment": env,
-        "archs_found": report.archs,
-        "wheel": {
-            "filename": wheel.name,
-            "sha256": sha256_file(wheel),
-            "size": wheel.stat().st_size,
-        },
-        "timing": timing,
-    }
-    path = wheel.with_name(wheel.name + ".build.json")
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    return path
+def _import_checked(
+    wheel: Path, target: Target, made: _Compiled, opts: BuildOptions, log: Path
+) -> None:
+    """The verify step's import check, beside the build's own torch unless a torch-free
+    package imports beside one."""
+    torch_env = (
+        made.torch_env
+        if target.import_torch == target.build.torch
+        else target_torch_env(
+            target, cache=opts.cache, python=made.python, index=made.index, log=log, importing=True
+        )
+    )
+    check_import(
+        wheel,
+        target.package.imports,
+        torch_env,
+        made.work / "verify-venv",
+        python=made.python,
+        log=log,
+        requires=target.package.import_requires,
+        farm=target.farm_requires,
+        farm_source=opts.farm_wheels or opts.out_dir,
+    )

@@ -213,7 +213,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from wheelfarm.builder.build import run_build
+    from wheelfarm.builder.build import run_build, run_shard
     from wheelfarm.farm import choose_target
 
     matrix, expansion = _grid(args)
@@ -227,6 +227,11 @@ def cmd_build(args: argparse.Namespace) -> int:
         b.archs.torch or "none: no device code",
         f"torch {b.torch}" if b.torch else "no torch",
     )
+    if opts.split is not None and opts.split.is_shard:
+        shard = run_shard(target, opts)
+        logger.info("compiled %s in %.1fs", shard.summary.name, sum(shard.durations.values()))
+        print(shard.summary)
+        return 0
     result = run_build(target, opts)
     total = sum(result.durations.values())
     logger.info("built %s in %.1fs; record %s", result.wheel, total, result.record.name)
@@ -252,6 +257,7 @@ _RECORDED_FLAGS = (
 def _rebuild(args: argparse.Namespace, wheel: Path) -> int:
     """The target and its options come from the wheel's build record, not from flags."""
     from wheelfarm.builder.envs import default_cache
+    from wheelfarm.core.record import path_for
     from wheelfarm.farm import rebuild_and_compare
 
     chosen = [f for f in _RECORDED_FLAGS if getattr(args, f)]
@@ -262,7 +268,7 @@ def _rebuild(args: argparse.Namespace, wheel: Path) -> int:
     if args.no_import:
         msg = "--rebuild runs the whole build, import check included: drop --no-import"
         raise UsageError(msg)
-    record = args.record or wheel.with_name(wheel.name + ".build.json")
+    record = args.record or path_for(wheel)
     _path(record, "build record (pass --record PATH)" if args.record is None else "--record")
     matrix, expansion = _grid(args)
     cache = (args.cache or default_cache()).resolve()

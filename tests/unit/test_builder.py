@@ -11,8 +11,9 @@ from packaging.version import Version
 from tests.roots import REPO
 from wheelfarm.builder import toolchain
 from wheelfarm.builder.binary import FATBIN_MAGIC, parse_fatbin
-from wheelfarm.builder.build import compile_env, max_jobs, set_by_build
+from wheelfarm.builder.build import compile_env, max_jobs
 from wheelfarm.builder.policy import library_policy
+from wheelfarm.builder.provenance import set_by_build
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.target import resolve
 from wheelfarm.builder.verify import Expectation, verify_static
@@ -220,8 +221,9 @@ def test_resolve_unknown_build_id_suggests(tmp_path: Path) -> None:
 
 
 def test_pe_imports_are_read_from_a_real_windows_binary() -> None:
-    """pip vendors distlib's Windows launchers: real PE32+ and PE32 files."""
-    from pip._vendor import distlib
+    """distlib's Windows launchers (the ones pip writes console scripts with): real PE32+ and
+    PE32 files."""
+    import distlib
 
     from wheelfarm.builder.binary import inspect_binary
 
