@@ -11,11 +11,11 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from wheelfarm.core import jsonread
 from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
+from wheelfarm.core.record import BuildRecord, RecordError, is_record_name, path_for
 from wheelfarm.core.wheelfile import read_metadata_bytes, requires_python
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import (
@@ -36,52 +36,31 @@ from wheelfarm.scripts.wheelfarm_install import ARCH
 Yanks = dict[tuple[str, str], str]  # (normalized name, public version) -> reason
 
 
-def covers_for(record: dict[str, Any] | None, filename: str, matrix: Matrix | None) -> Placement:
+def covers_for(record: BuildRecord | None, filename: str, matrix: Matrix | None) -> Placement:
     """The cells a wheel serves: from its build record, else read from its name."""
     listed = record_covers(record)
     return Placement(covers=listed) if listed else covers_from_name(filename, matrix)
 
 
-def record_covers(record: dict[str, Any] | None) -> tuple[Covered, ...]:
-    """The cells a build record lists (none when it lists none); ValueError for a record of
-    the wrong shape."""
-    try:
-        return tuple(
-            Covered(**{axis: str(c[axis]) for axis in ("cuda", "torch", "python", "platform")})
-            for c in (record or {}).get("target", {}).get("covers") or ()
-        )
-    except (KeyError, TypeError, AttributeError) as exc:
-        msg = f"target.covers is not a list of {{cuda, torch, python, platform}} ({exc!r})"
-        raise ValueError(msg) from exc
+def record_covers(record: BuildRecord | None) -> tuple[Covered, ...]:
+    """The cells a build record lists (none when it lists none)."""
+    return tuple(
+        Covered(cuda=c.cuda, torch=c.torch, python=c.python, platform=c.platform)
+        for c in (record.target.covers if record else ())
+    )
 
 
-def record_archs(record: dict[str, Any] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def record_archs(record: BuildRecord | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The SASS and PTX archs a build record found, each the union over its binaries."""
-    found = (record or {}).get("archs_found")
-    if not isinstance(found, dict):
-        return (), ()
-    union: dict[str, set[str]] = {"cubins": set(), "ptx": set()}
-    for binary in found.values():
-        for kind, archs in union.items():
-            listed = binary.get(kind) if isinstance(binary, dict) else None
-            archs.update(str(a) for a in (listed if isinstance(listed, list) else ()))
-    return _by_sm(union["cubins"]), _by_sm(union["ptx"])
+    found = record.archs_found.values() if record else ()
+    sass = {a for binary in found for a in binary.cubins}
+    ptx = {a for binary in found for a in binary.ptx}
+    return _by_sm(sass), _by_sm(ptx)
 
 
 def _by_sm(archs: set[str]) -> tuple[str, ...]:
     """'sm_90a' after 'sm_90', 'sm_100' after both."""
     return tuple(sorted(archs, key=lambda a: (len(a.rstrip("abcdefghijklmnopqrstuvwxyz")), a)))
-
-
-def _record(path: Path) -> dict[str, Any] | None:
-    """A wheel's build record, or None when it has none."""
-    if not path.is_file():
-        return None
-    record = jsonread.loads(path.read_bytes(), what="the record")  # a ValueError naming it
-    if not isinstance(record, dict) or not isinstance(record.get("target", {}), dict):
-        msg = "not a build record (a JSON object with a 'target' object)"
-        raise ValueError(msg)  # noqa: TRY004 - callers catch ValueError for every bad record
-    return record
 
 
 class Placer(Protocol):
@@ -190,7 +169,7 @@ def _wheels(
     cells or archs), which are not placed."""
     memo: dict[tuple[str, str], Placement] = {}
     listing = os.listdir(folder)  # noqa: PTH208 - names alone: no Path per file
-    records = {n for n in listing if n.endswith(".whl.build.json")}  # no stat for the absent
+    records = {n for n in listing if is_record_name(n)}  # no stat for the absent
     for name in sorted(n for n in listing if n.endswith(".whl")):
         try:
             parsed = parse(name)
@@ -201,25 +180,14 @@ def _wheels(
             yield Refused(name, f"{SHAPES}: {problem}")
             continue
         wheel = folder / name
-        record_path = folder / f"{name}.build.json"
+        record_path = path_for(wheel)
         has_record = record_path.name in records  # the listing's spelling of the name
-        try:
-            record = _record(record_path) if has_record else None
-            listed = record_covers(record)
-        except ValueError as exc:
-            msg = f"{record_path}: {exc}; rebuild the wheel or delete the record"
-            raise SiteError(msg) from exc
+        record = _wheel_record(record_path) if has_record else None
+        listed = record_covers(record)
         try:
             st = wheel.stat()
             stat = _stat_key(st, record_path if has_record else None)
-            old = Known.read(saved(name)) if saved else None
-            if old is not None and old.stat == stat:
-                meta, data, now = None, None, old
-            else:
-                sha, meta, data = _read(wheel, st.st_size)
-                meta_sha = hashlib.sha256(meta).hexdigest()
-                floor = requires_python(meta)
-                now = Known(stat, sha, meta_sha, sys.intern(floor) if floor else None)
+            now, meta, data = _known(wheel, st.st_size, stat, saved(name) if saved else None)
             # placed from its name when the record lists no cells (memo: labels repeat)
             place = (
                 Placement(covers=listed)
@@ -248,6 +216,29 @@ def _wheels(
         yield with_yank(entry, yanked)
 
 
+def _wheel_record(path: Path) -> BuildRecord:
+    """A wheel's build record; SiteError naming it when it is of no shape."""
+    try:
+        return BuildRecord.read(path, what="the record")
+    except RecordError as exc:
+        msg = f"{path}: {exc}; rebuild the wheel or delete the record"
+        raise SiteError(msg) from exc
+
+
+def _known(
+    wheel: Path, size: int, stat: str, saved: object
+) -> tuple[Known, bytes | None, bytes | None]:
+    """What is known of a wheel, its METADATA and its bytes: the last run's row when its stat
+    is unchanged (nothing read then), else read from the wheel."""
+    old = Known.read(saved)
+    if old is not None and old.stat == stat:
+        return old, None, None
+    sha, meta, data = _read(wheel, size)
+    floor = requires_python(meta)
+    now = Known(stat, sha, hashlib.sha256(meta).hexdigest(), sys.intern(floor) if floor else None)
+    return now, meta, data
+
+
 def wheelhouse_key(folder: Path) -> str:
     """Digest of a wheelhouse as a listing: each wheel's and build record's name, size,
     mtime, inode and ctime. Equal keys mean nothing in it changed, and nothing needs reading."""
@@ -256,7 +247,7 @@ def wheelhouse_key(folder: Path) -> str:
     # names alone, each stat taken as it is hashed: 100,000 stat results held to be sorted
     # would be the run's peak memory
     listing = os.listdir(folder)  # noqa: PTH208 - names alone: no Path per file
-    for name in sorted(n for n in listing if n.endswith((".whl", ".whl.build.json"))):
+    for name in sorted(n for n in listing if n.endswith(".whl") or is_record_name(n)):
         st = os.stat(os.path.join(folder, name))  # noqa: PTH116, PTH118 - see above
         digest.update(
             f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_ctime_ns}\n".encode()
@@ -270,9 +261,7 @@ def _check_wheelhouse(folder: Path) -> None:
         raise SiteError(msg)
 
 
-def with_archs(
-    entry: WheelEntry, record: dict[str, Any] | None, policy: Policy | None
-) -> WheelEntry:
+def with_archs(entry: WheelEntry, record: BuildRecord | None, policy: Policy | None) -> WheelEntry:
     """The entry with the SASS and PTX archs its build record found, and whether they fall
     short of its build's policy (a quick `--archs` build: never the policy's wheel)."""
     if record is None:

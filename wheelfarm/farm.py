@@ -12,7 +12,6 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from packaging.version import Version
 
@@ -22,14 +21,15 @@ from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
 from wheelfarm.builder.target import Target, resolve, select
 from wheelfarm.builder.toolchain import installed_cuda_tag
 from wheelfarm.builder.verify import member_differences, verify_static
-from wheelfarm.core import jsonread
 from wheelfarm.core.errors import PlanError, UsageError, VerifyError
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import host_platform
+from wheelfarm.core.record import BuildRecord, RecordError, path_for
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.github.actions import SAVE_MARGIN_MINUTES
+from wheelfarm.github.assets import version_tag
 from wheelfarm.github.client import GitHubClient
-from wheelfarm.github.publish import Publisher, PublishReport, publish, version_tag
+from wheelfarm.github.publish import Publisher, PublishReport, publish
 from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.lock import LOCK_TIMEOUT
@@ -160,31 +160,35 @@ def check_artifacts(matrix: Matrix, expansion: Expansion, wheels: list[Path]) ->
     (so no build can plant a wheel under another package's name), its record's hash holds,
     and the static verify passes. VerifyError lists every problem."""
     problems: list[str] = []
+    failed = 0
     for wheel in wheels:
-        try:
-            build_id = build_id_from_wheel(wheel.name)
-        except ValueError as exc:
-            problems.append(f"{wheel.name}: not a wheel name ({exc})")
-            continue
-        if build_id not in expansion.by_id:
-            problems.append(f"{wheel.name}: {build_id!r} is no planned build of this farm")
-            continue
-        record = wheel.with_name(wheel.name + ".build.json")
-        if record.is_file():
-            problems += _record_problems(wheel, record)
-        report = verify_static(wheel, expectation(resolve(matrix, expansion, build_id)))
-        problems += [f"{wheel.name}: {p}" for p in report.problems]
+        found = _artifact_problems(matrix, expansion, wheel)
+        failed += bool(found)
+        problems += found
     if problems:
-        heading = f"{len(problems)} problem(s) in {len(wheels)} artifacts; nothing was published"
-        raise VerifyError(heading, problems)
+        # VerifyError's heading is "<what> failed verification"
+        what = f"nothing was published: {failed} of {len(wheels)} artifacts"
+        raise VerifyError(what, problems)
+
+
+def _artifact_problems(matrix: Matrix, expansion: Expansion, wheel: Path) -> list[str]:
+    try:
+        build_id = build_id_from_wheel(wheel.name)
+    except ValueError as exc:
+        return [f"{wheel.name}: not a wheel name ({exc})"]
+    if build_id not in expansion.by_id:
+        return [f"{wheel.name}: {build_id!r} is no planned build of this farm"]
+    record = path_for(wheel)
+    problems = _record_problems(wheel, record) if record.is_file() else []
+    report = verify_static(wheel, expectation(resolve(matrix, expansion, build_id)))
+    return problems + [f"{wheel.name}: {p}" for p in report.problems]
 
 
 def _record_problems(wheel: Path, record: Path) -> list[str]:
     try:
-        data = jsonread.loads(record.read_bytes(), what=record.name)
-        recorded = data["wheel"]["sha256"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return [f"{record.name}: not a build record ({exc!r})"]
+        recorded = BuildRecord.read(record, what=record.name).wheel.sha256
+    except RecordError as exc:
+        return [f"{record.name}: not a build record ({exc})"]
     if recorded != sha256_file(wheel):
         return [f"{wheel.name}: its bytes are not the ones its build record hashed"]
     return []
@@ -224,18 +228,27 @@ class Rebuilt:
     sha256: str
 
 
-def _read_record(wheel: Path, path: Path) -> dict[str, Any]:
+def _read_record(wheel: Path, path: Path) -> BuildRecord:
     """The build record of `wheel` (UsageError when it is not one)."""
     try:
-        record = jsonread.loads(path.read_bytes(), what=path.name)
-        named, build_id = record["wheel"]["filename"], record["build_id"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        msg = f"{str(path)!r} is not a build record ({exc!r})"
+        record = BuildRecord.read(path, what=path.name)
+    except RecordError as exc:
+        msg = f"{str(path)!r} is not a build record ({exc})"
         raise UsageError(msg) from exc
-    if named != wheel.name or not isinstance(build_id, str):
+    if record.wheel.filename != wheel.name:
+        named = record.wheel.filename
         msg = f"{str(path)!r} is the build record of {named!r}, not of {wheel.name!r}"
         raise UsageError(msg)
-    return dict(record)
+    return record
+
+
+def _archs(text: str) -> ArchList:
+    """A build record's arch list; UsageError for one of no shape (records are input)."""
+    try:
+        return ArchList.parse(text)
+    except ValueError as exc:
+        msg = f"the build record's target.archs {text[:60]!r} is no arch list ({exc})"
+        raise UsageError(msg) from exc
 
 
 def rebuild_and_compare(
@@ -251,21 +264,21 @@ def rebuild_and_compare(
     (build id, archs, torch and sdist index, repair tag) in a temporary folder, and compare the
     bytes. VerifyError names the members that differ and keeps the rebuild to look at."""
     record = _read_record(wheel, record_path)
-    target = resolve(matrix, expansion, record["build_id"])
-    archs = (record.get("target") or {}).get("archs")
+    target = resolve(matrix, expansion, record.build_id)
+    archs = record.target.archs
     if archs and archs != target.build.archs.torch:  # built with --archs
-        build = dataclasses.replace(target.build, archs=ArchList.parse(archs))
+        build = dataclasses.replace(target.build, archs=_archs(archs))
         target = dataclasses.replace(target, build=build)
-    options = record.get("options") or {}  # records before version 2 kept none
+    options = record.options  # None: a version 1 record, which kept none
     tmp = Path(tempfile.mkdtemp(prefix="wheelfarm-rebuild-"))
     logger.info("rebuilding %s in %s", target.id, tmp)
     opts = BuildOptions(
         out_dir=tmp / "out",
         work_dir=tmp / "work",
         cache=cache,
-        torch_index=options.get("torch_index"),
-        sdist_index=options.get("sdist_index", DEFAULT_SDIST_INDEX),
-        plat=options.get("plat"),
+        torch_index=options.torch_index if options else None,
+        sdist_index=options.sdist_index if options else DEFAULT_SDIST_INDEX,
+        plat=options.plat if options else None,
         python=python,
     )
     again = run_build(target, opts).wheel

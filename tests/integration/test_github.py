@@ -3,6 +3,7 @@ GitHub itself cannot be reached here. Wheels are real files built by write_wheel
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -13,7 +14,9 @@ import pytest
 
 from tests.fakegithub import FakeGitHub, fake_github
 from tests.roots import REPO
+from tests.synthetic import SAMPLE, sample_record
 from wheelfarm.core.errors import PublishError
+from wheelfarm.core.record import Archs, Timing, path_for
 from wheelfarm.core.wheelfile import write_wheel
 from wheelfarm.github.client import GitHubClient
 from wheelfarm.github.publish import Publisher, publish
@@ -72,11 +75,10 @@ def test_publish_twice_uploads_nothing_the_second_time(tmp_path: Path) -> None:
 
 def test_an_identical_rebuild_with_a_new_record_is_already_there(tmp_path: Path) -> None:
     wheel = make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14")
-    record = wheel.with_name(wheel.name + ".build.json")
 
     def write_record(created: str) -> None:
-        timing = {"created": created, "steps_seconds": {"compile": 81.0}}
-        record.write_text(json.dumps({"build_id": "b", "wheel": {}, "timing": timing}))
+        timing = Timing(created=created, steps_seconds={"compile": 81.0}, ccache={})
+        path_for(wheel).write_text(sample_record(timing=timing).to_json())
 
     write_record("2026-01-01T00:00:00+00:00")
     with fake_github() as gh:
@@ -88,7 +90,8 @@ def test_an_identical_rebuild_with_a_new_record_is_already_there(tmp_path: Path)
         records = [a for a in release["assets"] if a["name"].startswith("records-")]
         (published,) = [json.loads(gh.blobs[a["id"]]) for a in records]
     assert again.uploaded == [] and sorted(again.skipped) == [wheel.name, f"{wheel.name}.metadata"]
-    assert published == {wheel.name: {"build_id": "b", "wheel": {}}}  # no times: same hash
+    # no times: the same hash
+    assert published == {wheel.name: sample_record().published().to_object()}
 
 
 def test_a_different_asset_with_the_same_name_is_refused(tmp_path: Path) -> None:
@@ -238,8 +241,11 @@ def test_the_index_lists_archs_from_the_records_asset(tmp_path: Path) -> None:
         make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14", py) for py in ("cp311", "cp312")
     ]
     for wheel, sass in zip(wheels, (["sm_90", "sm_80"], ["sm_90"]), strict=True):
-        record = {"target": {}, "archs_found": {"x.so": {"cubins": sass, "ptx": ["sm_90"]}}}
-        wheel.with_name(wheel.name + ".build.json").write_text(json.dumps(record))
+        record = sample_record(
+            target=dataclasses.replace(SAMPLE.target, covers=()),
+            archs_found={"x.so": Archs(cubins=tuple(sass), ptx=("sm_90",))},
+        )
+        path_for(wheel).write_text(record.to_json())
     with fake_github() as gh:
         client = GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t")
         publish(wheels, Publisher(client))

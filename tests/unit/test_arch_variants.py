@@ -17,10 +17,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.tags import Tag
 
+from tests.synthetic import sample_record
 from wheelfarm import doctor
 from wheelfarm.builder.binary import KIND_CUBIN, KIND_PTX, BinaryInfo, parse_fatbin
 from wheelfarm.builder.verify import _arch_problems
 from wheelfarm.core.label import Label
+from wheelfarm.core.record import Archs
 from wheelfarm.index.entries import WheelEntry
 from wheelfarm.index.sources import with_archs
 from wheelfarm.matrix.model import ArchList
@@ -277,7 +279,7 @@ def test_an_a_build_of_the_policys_arch_is_not_partial() -> None:
     wheel = WheelEntry(
         filename="demo-1.0+cu130torch2.14-cp312-cp312-linux_x86_64.whl", sha256="ab" * 32, size=1
     )
-    record = {"archs_found": {"demo/_C.so": {"cubins": ["sm_80", "sm_90a"], "ptx": []}}}
+    record = sample_record(archs_found={"demo/_C.so": Archs(cubins=("sm_80", "sm_90a"), ptx=())})
     policy = {wheel.build_id: frozenset({"sm_80", "sm_90"})}
     assert not with_archs(wheel, record, policy).partial_archs
     assert with_archs(wheel, record, {wheel.build_id: frozenset({"sm_120"})}).partial_archs

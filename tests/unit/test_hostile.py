@@ -595,8 +595,8 @@ def test_wheelhouse_metadata_bomb_is_not_read(
     ("record", "message"),
     [
         ("{garbled", "the record: not valid JSON (Expecting property name"),
-        ("[1, 2]", "not a build record"),
-        ('{"target": {"covers": [{"cuda": "cu130"}]}}', "target.covers is not a list of {cuda, torch, python, platform}"),
+        ("[1, 2]", "the record: not a build record (a JSON object), got a list"),
+        ('{"version": 2, "target": {"covers": [{"cuda": "cu130"}]}}', "the record: build_id is missing"),
     ],
     ids=["not JSON", "a list", "covers"],
 )  # fmt: skip

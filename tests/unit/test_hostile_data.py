@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -14,9 +15,10 @@ from hypothesis import strategies as st
 from packaging.requirements import Requirement
 
 from tests.roots import REPO
+from tests.synthetic import sample_record
 from tests.unit.conftest import package_yaml
 from wheelfarm.builder import build, envs
-from wheelfarm.core.errors import ConfigError
+from wheelfarm.core.errors import ConfigError, SiteError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.index import entries
 from wheelfarm.index.catalog import Catalog
@@ -228,10 +230,12 @@ SHAPED = st.sampled_from(["cu130", "2.14", "3.12", "linux_x86_64", "sm_90", "sm_
 VALUE = st.one_of(
     SHAPED, st.text(ASCII, max_size=20), st.text(max_size=8), st.integers(), st.none()
 )
+WRITTEN = sample_record().to_object()  # a whole record: only its cells and archs vary
 RECORDS = st.fixed_dictionaries(
     {
-        "target": st.fixed_dictionaries(
-            {"covers": st.lists(st.fixed_dictionaries(dict.fromkeys(CELL, VALUE)), max_size=3)}
+        "covers": st.lists(
+            st.fixed_dictionaries(dict.fromkeys(WRITTEN["target"]["covers"][0], VALUE)),
+            max_size=3,
         ),
         "archs_found": st.dictionaries(
             st.text(max_size=5),
@@ -239,7 +243,20 @@ RECORDS = st.fixed_dictionaries(
             max_size=2,
         ),
     }
+).map(
+    lambda v: {
+        **WRITTEN,
+        "target": {**WRITTEN["target"], "covers": v["covers"]},
+        "archs_found": v["archs_found"],
+    }
 )
+
+
+def _all_strings(record: dict[str, Any]) -> bool:
+    """Whether the cells and archs RECORDS varied are all strings (the record's types)."""
+    values = [v for c in record["target"]["covers"] for v in c.values()]
+    values += [a for b in record["archs_found"].values() for a in b["cubins"] + b["ptx"]]
+    return all(isinstance(v, str) for v in values)
 
 
 @given(RECORDS)
@@ -256,6 +273,11 @@ def test_any_build_record_lists_its_wheel_with_shaped_values_or_refuses_it(
         house.mkdir()
         wheel(house, GOOD)
         (house / f"{GOOD}.build.json").write_text(json.dumps(record))
+        if not _all_strings(record):  # a value that is no string: the record is refused whole
+            with pytest.raises(SiteError, match="rebuild the wheel or delete the record") as caught:
+                from_wheelhouse(house, None, {})
+            assert "\n" not in str(caught.value)
+            return
         with Site(out) as site, from_wheelhouse(house, None, {}, site) as wheels:
             site.commit(wheels, templates=REPO.templates, unfiled=wheels.account())
             refused = dict(wheels.refused)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -10,9 +11,11 @@ import pytest
 from packaging.version import Version
 
 from tests.roots import REPO
+from tests.synthetic import SAMPLE, sample_record
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.label import OtherLabel
+from wheelfarm.core.record import Archs, path_for
 from wheelfarm.core.wheelfile import write_wheel
 from wheelfarm.index import entries as reasons
 from wheelfarm.index import sources
@@ -177,14 +180,14 @@ def test_archs_and_partial_builds(tmp_path: Path, shipped: Matrix) -> None:
     house = tmp_path / "house"
     house.mkdir()
     path = wheel(house)
-    record = {
-        "target": {},
-        "archs_found": {
-            "a.so": {"cubins": ["sm_90", "sm_100"], "ptx": []},
-            "b.so": {"cubins": ["sm_80"], "ptx": ["sm_100"]},
+    record = sample_record(
+        target=dataclasses.replace(SAMPLE.target, covers=()),  # placed from its name
+        archs_found={
+            "a.so": Archs(cubins=("sm_90", "sm_100"), ptx=()),
+            "b.so": Archs(cubins=("sm_80",), ptx=("sm_100",)),
         },
-    }
-    path.with_name(path.name + ".build.json").write_text(json.dumps(record))
+    )
+    path_for(path).write_text(record.to_json())
     policy = {"demo-pkg-1.0.0-cu130torch2.14-cp312-linux_x86_64": frozenset({"sm_80", "sm_120"})}
     with Site(tmp_path / "site") as written:
         entries = from_wheelhouse(house, shipped, {}, written, policy)

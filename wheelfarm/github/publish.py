@@ -28,7 +28,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -36,86 +35,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
-from packaging.version import Version
-
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import NetworkError, PublishError, UsageError
-from wheelfarm.core.http import sha256_file
-from wheelfarm.core.wheelfile import parse_metadata, read_metadata_bytes
+from wheelfarm.core.record import BuildRecord, RecordError, path_for
 from wheelfarm.core.wheelname import build_id_from_wheel
+from wheelfarm.github.assets import Upload, asset_sha256, release_tag, uploaded, uploads_for
 from wheelfarm.github.client import BudgetExhaustedError, GitHubClient
 
 MAX_ASSETS = 1000  # GitHub answers 422 beyond this
-MAX_ASSET_BYTES = 2 * 1024**3  # release assets must be smaller than 2 GiB
 UPLOAD_TRIES = 3
 MAX_RELEASES = 64  # releases of one version (64,000 assets): past it the API is not GitHub's
-SHA256 = re.compile(r"[0-9a-f]{64}")
-REQUIRES_PYTHON = "Requires-Python "  # asset label prefix: the index reads it, no download
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Upload:
-    """One file to publish: streamed from `path`, or small generated `data`."""
-
-    name: str
-    sha256: str
-    size: int
-    path: Path | None = None
-    data: bytes | None = None
-    label: str | None = None
-
-    @classmethod
-    def of_bytes(cls, name: str, data: bytes) -> Upload:
-        return cls(name, hashlib.sha256(data).hexdigest(), len(data), data=data)
-
-
-def uploads_for(wheel: Path) -> list[Upload]:
-    """The wheel (its label carries Requires-Python) and its METADATA for PEP 658 indexes."""
-    size = wheel.stat().st_size
-    if size >= MAX_ASSET_BYTES:
-        msg = (
-            f"{wheel.name} is {size / 1024**3:.2f} GiB; GitHub release assets must be under 2 GiB: "
-            f"narrow its archs or split the package"
-        )
-        raise PublishError(msg)
-    meta = read_metadata_bytes(wheel)
-    requires = parse_metadata(meta).get("requires_python")
-    label = f"{REQUIRES_PYTHON}{requires}" if requires else None
-    return [
-        Upload(wheel.name, sha256_file(wheel), size, path=wheel, label=label),
-        Upload.of_bytes(f"{wheel.name}.metadata", meta),
-    ]
-
-
-def release_tag(wheel: str) -> str:
-    """One release per package version: 'flash-attn-v2.8.3.post2'."""
-    name, version, _, _ = parse_wheel_filename(wheel)
-    return f"{name}-v{version.public}"
-
-
-def version_tag(package: str, version: str) -> str:
-    """release_tag of a planned build: its package and version, as its wheel will name them.
-
-    >>> version_tag("Flash_Attn", "2.8.3.post2")
-    'flash-attn-v2.8.3.post2'
-    """
-    return f"{canonicalize_name(package)}-v{Version(version).public}"
-
-
-def asset_sha256(asset: dict[str, Any]) -> str | None:
-    """The asset's sha256 from its `digest`, when that is `sha256:` and 64 hex digits."""
-    digest = asset.get("digest")
-    if not isinstance(digest, str) or not digest.startswith("sha256:"):
-        return None
-    value = digest.removeprefix("sha256:")
-    return value if SHA256.fullmatch(value) else None
-
-
-def uploaded(asset: dict[str, Any]) -> bool:
-    """Whole assets only: a `starter` asset is what a broken upload left behind."""
-    return bool(asset.get("state", "uploaded") == "uploaded")
 
 
 @dataclass
@@ -460,10 +390,13 @@ def _records(wheels: list[Path], report: PublishReport) -> dict[str, dict[str, A
     done = set(report.uploaded)
     out = {}
     for wheel in wheels:
-        record = wheel.with_name(wheel.name + ".build.json")
-        if wheel.name in done and record.is_file():
-            data = json.loads(record.read_text(encoding="utf-8"))
-            out[wheel.name] = {k: v for k, v in data.items() if k != "timing"}
+        path = path_for(wheel)
+        if wheel.name in done and path.is_file():
+            try:
+                record = BuildRecord.read(path)
+            except RecordError as exc:  # check_artifacts read it first: changed since
+                raise PublishError(str(exc)) from exc
+            out[wheel.name] = record.published().to_object()
     return out
 
 

@@ -23,10 +23,11 @@ from urllib.parse import urlsplit
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import NetworkError, SiteError
 from wheelfarm.core.http import DeadlineError
+from wheelfarm.core.record import SUFFIX, BuildRecord, RecordError
 from wheelfarm.core.wheelfile import parse_metadata
 from wheelfarm.core.wheelname import build_id_from_wheel
+from wheelfarm.github.assets import REQUIRES_PYTHON, asset_sha256, uploaded
 from wheelfarm.github.client import BudgetExhaustedError, GitHubClient
-from wheelfarm.github.publish import REQUIRES_PYTHON, asset_sha256, uploaded
 from wheelfarm.index.entries import WheelEntry
 from wheelfarm.index.sources import Policy, Yanks, covers_for, with_archs, with_yank
 from wheelfarm.matrix.model import Matrix
@@ -164,11 +165,11 @@ class ReleasesSource:
                 out.append(with_yank(with_archs(entry, records.get(name), policy), yanked))
         return out
 
-    def _records(self, assets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def _records(self, assets: dict[str, dict[str, Any]]) -> dict[str, BuildRecord]:
         """Wheel name -> build record, from the release's records-*.json assets. An asset too
-        big to be one, or not a JSON object of objects, is skipped with a warning: the
-        wheels are still listed, without archs."""
-        out: dict[str, dict[str, Any]] = {}
+        big to be one or not a JSON object, or a record in it of the wrong shape, is skipped
+        with a warning: the wheels are still listed, without archs."""
+        out: dict[str, BuildRecord] = {}
         for name, asset in sorted(assets.items()):
             if not (name.startswith(RECORDS) and name.endswith(".json")):
                 continue
@@ -185,7 +186,10 @@ class ReleasesSource:
             except (ValueError, TypeError, NetworkError) as exc:
                 logger.warning("%s: skipped (%s); its wheels are listed without archs", name, exc)
                 continue
-            out.update((k, v) for k, v in data.items() if isinstance(v, dict))
+            for wheel, value in data.items():
+                record = _published_record(value, what=f"{name}: {wheel[:80]!r}")
+                if record is not None:
+                    out[wheel] = record
         return out
 
     def _entry(
@@ -229,6 +233,15 @@ class ReleasesSource:
         )
 
 
+def _published_record(value: object, *, what: str) -> BuildRecord | None:
+    """One record of a records-*.json; None (with a warning) for one of the wrong shape."""
+    try:
+        return BuildRecord.from_object(value, what=what)
+    except RecordError as exc:
+        logger.warning("skipped (%s); that wheel is listed without archs", exc)
+        return None
+
+
 @dataclass
 class _Legacy:
     """What assets published before `digest` need: SHA256SUMS and per-wheel build records,
@@ -236,7 +249,7 @@ class _Legacy:
 
     client: GitHubClient
     assets: dict[str, dict[str, Any]]
-    _records: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    _records: dict[str, BuildRecord | None] = field(default_factory=dict)
 
     @cached_property
     def active(self) -> bool:
@@ -248,21 +261,21 @@ class _Legacy:
         text = self.client.download(asset).decode(errors="replace") if asset else ""
         return parse_sha256sums(text)
 
-    def record(self, wheel: str) -> dict[str, Any] | None:
-        asset = self.assets.get(f"{wheel}.build.json")
+    def record(self, wheel: str) -> BuildRecord | None:
+        asset = self.assets.get(wheel + SUFFIX)
         if asset is None or not self.active:
             return None
         if wheel not in self._records:
             try:
-                data = jsonread.loads(self.client.download(asset), what=asset["name"])
-            except ValueError as exc:
-                logger.warning("%s: skipped (%s)", asset["name"], exc)
+                data = BuildRecord.from_json(self.client.download(asset), what=asset["name"])
+            except RecordError as exc:
+                logger.warning("skipped (%s)", exc)
                 data = None
-            self._records[wheel] = data if isinstance(data, dict) else None
+            self._records[wheel] = data
         return self._records[wheel]
 
     def sha256(self, wheel: str) -> str | None:
         record = self.record(wheel)
-        if record is not None and isinstance(record.get("wheel"), dict):
-            return str(record["wheel"].get("sha256") or "") or None
+        if record is not None:
+            return record.wheel.sha256 or None
         return self.sums.get(wheel)

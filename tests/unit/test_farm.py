@@ -1,0 +1,73 @@
+"""wheelfarm.farm: the artifacts check before publishing, and reading a build record for
+`verify --rebuild`."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.roots import REPO
+from tests.synthetic import farm_wheel
+from wheelfarm import farm
+from wheelfarm.core.errors import UsageError, VerifyError
+from wheelfarm.core.record import path_for
+from wheelfarm.matrix.expand import Build, Expansion, expand
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.model import Matrix
+
+
+@pytest.fixture(scope="module")
+def grid() -> tuple[Matrix, Expansion]:
+    matrix = load_matrix(REPO)
+    return matrix, expand(matrix)
+
+
+def _demo(grid: tuple[Matrix, Expansion], dest: Path, n: int = 0) -> Path:
+    matrix, expansion = grid
+    builds: list[Build] = [
+        b
+        for b in expansion.builds
+        if b.package == "wheelfarm-demo" and b.platform == "linux_x86_64"
+    ]
+    build = builds[n]
+    return farm_wheel(build, matrix.farm.platforms[build.platform].wheel_platform, dest)
+
+
+def test_failed_artifacts_are_counted_and_nothing_published(
+    grid: tuple[Matrix, Expansion], tmp_path: Path
+) -> None:
+    good, changed = _demo(grid, tmp_path, 0), _demo(grid, tmp_path, 1)
+    record = json.loads(path_for(changed).read_text())
+    record["wheel"]["sha256"] = "0" * 64
+    path_for(changed).write_text(json.dumps(record))
+    stray = tmp_path / "notes.whl"
+    stray.write_bytes(b"")
+    with pytest.raises(VerifyError) as caught:
+        farm.check_artifacts(*grid, [good, changed, stray])
+    heading, *problems = str(caught.value).splitlines()
+    assert heading == "nothing was published: 2 of 3 artifacts failed verification:"
+    assert problems[0] == f"  - {changed.name}: its bytes are not the ones its build record hashed"
+    assert problems[1].startswith("  - notes.whl: not a wheel name")
+    farm.check_artifacts(*grid, [good])  # the good one alone passes
+
+
+def test_a_record_of_another_wheel_or_of_no_shape_is_a_usage_error(
+    grid: tuple[Matrix, Expansion], tmp_path: Path
+) -> None:
+    first, second = _demo(grid, tmp_path, 0), _demo(grid, tmp_path, 1)
+    assert farm._read_record(first, path_for(first)).wheel.filename == first.name
+    with pytest.raises(
+        UsageError, match=re.escape(f"is the build record of '{second.name}', not of")
+    ):
+        farm._read_record(first, path_for(second))
+    path_for(first).write_text('{"version": 2, "build_id": 1}')
+    with pytest.raises(UsageError, match=r"is not a build record \(.*: build_id should be a"):
+        farm._read_record(first, path_for(first))
+
+
+def test_a_recorded_arch_list_of_no_shape_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match=r"target\.archs 'sm_90; rm -rf' is no arch list"):
+        farm._archs("sm_90; rm -rf")
