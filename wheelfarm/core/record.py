@@ -196,7 +196,7 @@ class BuildRecord:
 
 
 def _plain(value: object) -> object:
-    """asdict's output as JSON values: tuples as lists (what json and jsonschema expect)."""
+    """The output of asdict as JSON values: tuples as lists (what json and jsonschema expect)."""
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
