@@ -18,7 +18,7 @@ import psutil
 
 from wheelfarm.builder import driver, envs, provenance, shard, source, toolchain
 from wheelfarm.builder.ccache import wrap_compilers
-from wheelfarm.builder.platforms import REPAIRERS, RepairJob
+from wheelfarm.builder.platforms import REPAIRERS, RepairJob, current
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.steps import Steps
@@ -171,31 +171,9 @@ def compile_env(
     env["CCACHE_NOHASHDIR"] = "1"
     env["CCACHE_SLOPPINESS"] = "include_file_mtime,include_file_ctime,time_macros"
     env["SOURCE_DATE_EPOCH"] = str(SOURCE_DATE_EPOCH)  # what setuptools stamps the wheel with
-    if sys.platform == "win32":
-        env["DISTUTILS_USE_SDK"] = "1"  # torch's build raises without it under vcvars
-    else:
-        env.update(prefix_maps(env, work))
+    env.update(current().compile_env(env, work))  # Windows: DISTUTILS_USE_SDK; Linux: prefix maps
     env.update(pkg.env_for(build.cuda))
     return wrap_compilers(env, tc.cuda_home, work / "ccache-shims", base=work)
-
-
-def prefix_maps(env: dict[str, str], work: Path) -> dict[str, str]:
-    """Compiler flags (appended to the user's) that write the work folder as `.` into objects
-    (debug info, __FILE__) and drop local symbols at link, where nvcc leaves the random name of
-    its temporary file: a cold build in another folder gives the same bytes.
-
-    >>> prefix_maps({"LDFLAGS": "-s"}, Path("/w"))["LDFLAGS"]
-    '-s -Wl,-x'
-    """
-    mapped = f"-ffile-prefix-map={work}=."
-    added = {
-        # setuptools adds CPPFLAGS to every C and C++ compile; CFLAGS and CXXFLAGS would
-        # replace Python's own (-O3 -DNDEBUG -g) instead
-        "CPPFLAGS": mapped,
-        "NVCC_APPEND_FLAGS": f"-Xcompiler={mapped}",  # nvcc's host compiles
-        "LDFLAGS": "-Wl,-x",
-    }
-    return {k: " ".join(filter(None, [env.get(k), v])) for k, v in added.items()}
 
 
 def expectation(target: Target) -> Expectation:
