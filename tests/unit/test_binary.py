@@ -1,5 +1,5 @@
 """builder.binary on real files the interpreter brings along (its own ELF shared objects, the
-PE launchers pip vendors from distlib) and on hand-built fatbins, hostile ones included."""
+PE launchers distlib ships) and on hand-built fatbins, hostile ones included."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def stdlib_extension() -> Path:
 
 
 def launcher(name: str) -> Path:
-    from pip._vendor import distlib
+    import distlib
 
     return Path(distlib.__file__).parent / name
 
