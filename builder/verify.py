@@ -1,7 +1,9 @@
 """Verify a wheel before it is published: every rule here is a promise to the farm's users.
 
-Static checks read the wheel only (name, METADATA, RECORD, archs, glibc, NEEDED, vendored
-libraries); the import check installs it into a fresh venv beside the target's torch.
+The static checks, here, read the wheel only (name, METADATA, RECORD, archs, glibc, NEEDED,
+vendored libraries). The import check, which installs the wheel into a fresh venv beside the
+target's torch, is builder/build.py's `check_import` (it needs the build's environments); a build
+and `wheelfarm verify` (`build.verify_wheel`) run both.
 """
 
 from __future__ import annotations
