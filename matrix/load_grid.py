@@ -43,7 +43,6 @@ def read_releases(
             version=Version(r["torch"]),
             python_min=lo,
             python_max=hi,
-            cxx_std=r["cxx_std"],
             builds={c: tuple(p) for c, p in r["builds"].items()},
             pypi=dict(r.get("pypi", {})),
         )

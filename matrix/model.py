@@ -100,7 +100,6 @@ class TorchRelease:
     version: Version
     python_min: Version
     python_max: Version
-    cxx_std: int
     builds: dict[str, tuple[str, ...]]
     pypi: dict[str, str] = field(default_factory=dict)  # platform -> the CUDA of PyPI's wheel
 

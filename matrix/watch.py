@@ -279,13 +279,12 @@ def propose(
             release = CommentedMap()
             release["torch"] = DoubleQuotedScalarString(str(entry.version))
             release["python"] = _python_range(entry.pythons)
-            release["cxx_std"] = newest["cxx_std"]
             release["builds"] = _builds(builds, platforms)
             releases.append(release)
             proposal.changes.append(
                 f"torch {entry.version}: new release ({', '.join(sorted(builds, key=cuda_version))}"
-                f"; Python {min(entry.pythons, key=Version)}-{max(entry.pythons, key=Version)}; "
-                f"cxx_std {newest['cxx_std']} as torch {newest['torch']}: check its release notes)"
+                f"; Python {min(entry.pythons, key=Version)}-{max(entry.pythons, key=Version)}: "
+                f"check its release notes for a new C++ standard or CUDA floor)"
             )
             continue
         _update(release, entry, builds, platforms, proposal)

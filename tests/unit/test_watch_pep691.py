@@ -206,8 +206,7 @@ def test_only_minors_past_the_grid_are_added() -> None:
     proposal = propose(old_grid(), seen, arch=ARCH, toolkits={*TOOLKITS, "cu121"})
     assert '"2.3.1"' not in proposal.text  # the grid starts at 2.4 on purpose
     assert proposal.text.endswith(
-        '  - torch: "2.15.0"\n    python: ["3.11", "3.15"]\n    cxx_std: 20\n'
-        "    builds: {cu132: [linux_x86_64]}\n"
+        '  - torch: "2.15.0"\n    python: ["3.11", "3.15"]\n    builds: {cu132: [linux_x86_64]}\n'
     )
 
 
