@@ -1,20 +1,23 @@
 """Plan a synthetic grid the size of the largest anchor farm: 44 packages x every torch x CUDA x
-Python x platform, and print the time (target: under 1 s).
+Python x platform, and print the time (target: under 1 s). The synthetic root copies every
+matrix file the loader reads (load.FILES), so a new one cannot break it.
 
-Usage: python benchmarks/plan_grid.py
+Usage: python benchmarks/plan_grid.py [--packages N]   (N: 1-44, default 44; fewer for a smoke
+run, each ABI kind kept from 4)
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
 from wheelfarm.core.root import FarmRoot, find_root
-from wheelfarm.github.actions import github_outputs
+from wheelfarm.github.actions import github_outputs, plan_document
 from wheelfarm.matrix.expand import expand
-from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.load import FILES, load_matrix
 from wheelfarm.matrix.plan import Filters, make_plan
 
 REPO = find_root(Path(__file__).resolve().parents[1])  # this checkout's farm root
@@ -26,15 +29,24 @@ ABIS = (
 )
 
 
-def synthetic(folder: Path) -> FarmRoot:
+def abis(count: int) -> list[str]:
+    """The ABI of each of `count` packages: all of ABIS at its full size; fewer start with one
+    of each kind, so a smoke run still plans every kind."""
+    if count >= len(ABIS):
+        return ABIS
+    kinds = list(dict.fromkeys(ABIS))
+    return (kinds + ABIS[: max(0, count - len(kinds))])[:count]
+
+
+def synthetic(folder: Path, count: int = len(ABIS)) -> FarmRoot:
     farm = FarmRoot(folder)
     root = farm.matrix
     root.mkdir()
     shutil.copytree(REPO.schemas, farm.schemas)
-    for name in ("torch.yaml", "arch.yaml", "farm.yaml"):
-        shutil.copy(REPO.matrix / name, root / name)
+    for name in FILES:
+        shutil.copy(REPO.matrix / f"{name}.yaml", root / f"{name}.yaml")
     (root / "packages").mkdir()
-    for i, abi in enumerate(ABIS):
+    for i, abi in enumerate(abis(count)):
         (root / "packages" / f"pkg-{i:02d}.yaml").write_text(
             f"name: pkg-{i:02d}\nversions:\n"
             + "".join(
@@ -48,16 +60,30 @@ def synthetic(folder: Path) -> FarmRoot:
     return farm
 
 
+def package_count(text: str) -> int:
+    """--packages: past the ABIS the grid has, there would be nothing honest to add."""
+    count = int(text)
+    if not 1 <= count <= len(ABIS):
+        msg = f"--packages takes 1 to {len(ABIS)}, not {count}"
+        raise argparse.ArgumentTypeError(msg)
+    return count
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--packages", type=package_count, default=len(ABIS))
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        root = synthetic(Path(tmp))
+        root = synthetic(Path(tmp), args.packages)
         started = time.perf_counter()
         matrix = load_matrix(root)
         loaded = time.perf_counter()
         expansion = expand(matrix)
         expanded = time.perf_counter()
         plan = make_plan(matrix, expansion, filters=Filters())
-        github_outputs(plan, matrix.farm.hosted_job_limit_minutes)
+        farm = matrix.farm  # what `plan --format github` writes: the plan file and the outputs
+        plan_document(plan, farm.hosted_job_limit_minutes, farm.publish_batch_wheels)
+        github_outputs(plan)
         done = time.perf_counter()
     print(f"packages: {len(matrix.packages)} (2 versions each)")
     print(

@@ -29,7 +29,7 @@ PLAT = {
 
 
 def entries(count: int) -> list[WheelEntry]:
-    out = []
+    out: list[WheelEntry] = []
     i = 0
     while len(out) < count:
         pkg, ver = f"pkg-{i % 200:03d}", f"1.{i // 200 % 40}.{i // 8000}"
@@ -66,10 +66,10 @@ def main() -> None:
         started = time.perf_counter()
         again = build_site(wheels, Path(tmp), templates=REPO.templates)
         warm = time.perf_counter() - started
-    print(f"{count} wheels -> {first.combos} (cuda, torch) indexes, {len(first.written)} files")
+    print(f"{count} wheels -> {first.combos} (cuda, torch) indexes, {first.written} files")
     print(
         f"first build {cold:.2f}s (target < 10 s); no-change rerun {warm:.2f}s, "
-        f"{len(again.written)} files rewritten; rerun/first = {warm / cold:.2f}"
+        f"{again.written} files rewritten; rerun/first = {warm / cold:.2f}"
     )
 
 
