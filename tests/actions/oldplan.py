@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from wheelfarm import cli
+from wheelfarm.cli import common
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.github.actions import jobs
 from wheelfarm.github.releases import ReleasesSource
@@ -31,13 +32,15 @@ def old(entry: dict[str, object], platform: str) -> dict[str, object]:
 
 def main(argv: list[str]) -> int:
     args = cli._parser().parse_args(["plan", *argv])
-    matrix, expansion = cli._grid(args)
+    matrix, expansion = common.grid(args)
     existing = (
-        ReleasesSource(cli._client(args.existing_releases, args)).build_ids()
+        ReleasesSource(common.client(args.existing_releases, args)).build_ids()
         if args.existing_releases
         else set()
     )
-    plan = make_plan(matrix, expansion, filters=cli._filters(args), existing=existing, max_jobs=256)
+    plan = make_plan(
+        matrix, expansion, filters=common.filters(args), existing=existing, max_jobs=256
+    )
     limit = matrix.farm.hosted_job_limit_minutes
     out = {"count": str(len(plan.todo))}
     for platform in NAMES:

@@ -1,0 +1,278 @@
+"""What several commands share: the flags every command takes (--root, -v/-q), the target and
+build flag groups, the GitHub flags, and the small helpers that turn them into library values.
+Only the standard library and light core modules are imported here, at the top: `wheelfarm
+--help` reads every command's parser, and none of them may load the builder or the network."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wheelfarm.core.errors import UsageError
+from wheelfarm.core.root import FarmRoot, find_root
+
+if TYPE_CHECKING:
+    from wheelfarm.builder.build import BuildOptions
+    from wheelfarm.builder.shard import Split
+    from wheelfarm.farm import TargetQuery
+    from wheelfarm.github.client import GitHubClient
+    from wheelfarm.matrix.expand import Expansion
+    from wheelfarm.matrix.model import Matrix
+    from wheelfarm.matrix.plan import Filters
+
+UPLOADS = os.environ.get("WHEELFARM_UPLOADS_URL", "https://uploads.github.com")
+Handler = Callable[[argparse.Namespace], int]
+Subparsers = argparse._SubParsersAction  # noqa: SLF001 - argparse names no public type for it
+
+
+def add_command(
+    sub: Subparsers[argparse.ArgumentParser], name: str, handler: Handler, text: str
+) -> argparse.ArgumentParser:
+    """A subcommand's parser, with the flags every command takes and its handler attached."""
+    p = sub.add_parser(name, help=text, description=text)
+    p.set_defaults(handler=handler)
+    p.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="the farm root (the folder holding matrix/); default: the checkout around "
+        "the current folder, else the installed package's own",
+    )
+    add_verbosity(p, argparse.SUPPRESS)
+    return p
+
+
+def add_verbosity(p: argparse.ArgumentParser, default: object) -> None:
+    """-v/-q, on the top parser (counting from 0) and on each command (not resetting it)."""
+    p.add_argument("-v", "--verbose", action="count", default=default, help="more output")
+    p.add_argument("-q", "--quiet", action="count", default=default, help="less output")
+
+
+def split_list(values: list[str] | None) -> tuple[str, ...]:
+    """`--cuda cu126,cu130 --cuda cu132` -> ('cu126', 'cu130', 'cu132')."""
+    return tuple(v.strip() for item in values or [] for v in item.split(",") if v.strip())
+
+
+def existing_path(path: Path, what: str, *, folder: bool = False) -> Path:
+    """A path the user named, which must exist as a file (or folder)."""
+    if not (path.is_dir() if folder else path.is_file()):
+        kind = "folder" if folder else "file"
+        msg = f"{what} {str(path)!r}: no such {kind}"
+        raise UsageError(msg)
+    return path
+
+
+def root(args: argparse.Namespace) -> FarmRoot:
+    return find_root(args.root)
+
+
+def grid(args: argparse.Namespace) -> tuple[Matrix, Expansion]:
+    """The root's matrix and its expansion, which most commands start from."""
+    from wheelfarm.matrix.expand import expand
+    from wheelfarm.matrix.load import load_matrix
+
+    matrix = load_matrix(root(args))
+    return matrix, expand(matrix)
+
+
+FILTER_AXES = (
+    ("package", "flash-attn"),
+    ("cuda", "cu130"),
+    ("torch", "2.14"),
+    ("python", "3.12"),
+    ("platform", "linux_x86_64"),
+)
+
+
+def add_filters(p: argparse.ArgumentParser) -> None:
+    for axis, example in FILTER_AXES:
+        p.add_argument(
+            f"--{axis}",
+            action="append",
+            metavar="GLOB",
+            help=f"only cells whose {axis} matches (e.g. {example}); repeat or comma",
+        )
+
+
+def filters(args: argparse.Namespace) -> Filters:
+    from wheelfarm.matrix.plan import Filters
+
+    return Filters(
+        package=split_list(args.package),
+        cuda=split_list(args.cuda),
+        torch=split_list(args.torch),
+        python=split_list(args.python),
+        platform=split_list(args.platform),
+    )
+
+
+def add_target_args(p: argparse.ArgumentParser) -> None:
+    """The target flags of build, farm and verify: a build id, or --local and its overrides."""
+    p.add_argument("target", nargs="?", help="a build id from `wheelfarm plan`")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="build for this machine: its CUDA toolkit, this Python and platform, the "
+        "newest torch for them, pip's own torch index",
+    )
+    p.add_argument("--package", help="with --local or flags: the package (default wheelfarm-demo)")
+    p.add_argument(
+        "--package-version", help="with --package: the version (default: the newest listed)"
+    )
+    p.add_argument("--cuda", help="CUDA tag, e.g. cu130 (default with --local: the toolkit's)")
+    p.add_argument("--torch", help="torch minor, e.g. 2.14 (default: newest that fits)")
+    p.add_argument("--python", help="Python version, e.g. 3.12 (default with --local: this one)")
+    p.add_argument("--platform", help="farm platform (default with --local: this machine)")
+    p.add_argument("--torch-index", help="torch index URL, or 'pip' for pip's configuration")
+    p.add_argument("--archs", help="replace the arch list, e.g. '9.0' (a quick local build)")
+
+
+def target_flags_given(args: argparse.Namespace) -> list[str]:
+    """The target flags given, as the user spelled them (`verify --rebuild` refuses them)."""
+    given = {
+        "BUILD_ID": args.target,
+        "--local": args.local,
+        "--package": args.package,
+        "--package-version": args.package_version,
+        "--cuda": args.cuda,
+        "--torch": args.torch,
+        "--python": args.python,
+        "--platform": args.platform,
+        "--archs": args.archs,
+        "--torch-index": args.torch_index,
+    }
+    return [flag for flag, value in given.items() if value]
+
+
+def query(args: argparse.Namespace) -> TargetQuery:
+    from wheelfarm.farm import TargetQuery
+
+    return TargetQuery(
+        build_id=args.target,
+        local=args.local,
+        package=args.package,
+        version=args.package_version,
+        cuda=args.cuda,
+        torch=args.torch,
+        python=args.python,
+        platform=args.platform,
+        archs=args.archs,
+        torch_index=args.torch_index,
+    )
+
+
+def add_build_args(p: argparse.ArgumentParser) -> None:
+    """The flags of build and farm that become BuildOptions (build_options below)."""
+    p.add_argument(
+        "--work",
+        type=Path,
+        default=Path(".wheelfarm/work"),
+        help="scratch folder (kept on failure)",
+    )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="torch envs, sdists, ccache (default $WHEELFARM_CACHE or ~/.cache/wheelfarm)",
+    )
+    p.add_argument("--sdist-index", help="PEP 503 index for sdists (default PyPI's)")
+    p.add_argument("--plat", help="auditwheel --plat (default: farm.yaml's tag; 'auto' locally)")
+    p.add_argument("--python-exe", help="interpreter to build with (default: found by version)")
+    p.add_argument(
+        "--farm-wheels",
+        help="where the import check finds the farm wheels a package imports (farm_requires): a "
+        "wheelhouse folder or the farm's index URL (default: the --out folder)",
+    )
+
+
+def build_options(
+    args: argparse.Namespace,
+    *,
+    local: bool,
+    out: Path,
+    deadline: float | None = None,
+    split: Split | None = None,
+) -> BuildOptions:
+    """add_build_args' flags as BuildOptions; `deadline` and `split` come from build's own."""
+    from wheelfarm.builder.build import BuildOptions
+    from wheelfarm.builder.envs import PIP_INDEX, default_cache
+    from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
+
+    return BuildOptions(
+        out_dir=out.resolve(),
+        work_dir=args.work.resolve(),
+        cache=(args.cache or default_cache()).resolve(),
+        torch_index=args.torch_index or (PIP_INDEX if local else None),
+        sdist_index=args.sdist_index or DEFAULT_SDIST_INDEX,
+        plat=args.plat or ("auto" if local else None),
+        python=args.python_exe,
+        deadline=deadline,
+        split=split,
+        farm_wheels=args.farm_wheels,
+    )
+
+
+def add_api(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--api",
+        default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
+        help="GitHub API base URL (default $GITHUB_API_URL or GitHub's)",
+    )
+
+
+def add_timeout(p: argparse.ArgumentParser, default: float) -> None:
+    """--timeout: the whole command's limit for network work (core.http.Deadline), on top of
+    the per-request one, so a slow or dripping server cannot hold it."""
+
+    def seconds(raw: str) -> float:
+        value = float(raw)
+        if not 0 < value < 10**7:  # about four months
+            msg = f"{raw!r} is not a positive number of seconds"
+            raise argparse.ArgumentTypeError(msg)
+        return value
+
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help=f"stop (exit 9) when the command's network work outlasts this (default {default:g})",
+    )
+    p.set_defaults(timeout_default=default)
+
+
+def add_repo(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--repo",
+        default=os.environ.get("GITHUB_REPOSITORY"),
+        required="GITHUB_REPOSITORY" not in os.environ,
+        help="OWNER/REPO",
+    )
+
+
+def client(
+    repo: str,
+    args: argparse.Namespace,
+    *,
+    uploads: str = UPLOADS,
+    deadline_minutes: float | None = None,
+) -> GitHubClient:
+    """The GitHub client for --api (and publish's --uploads), bounded by --timeout (the whole
+    command; without it, --deadline-minutes when given, else the command's default) and
+    publish's --deadline-minutes (its rate-limit waits, on GitHub's scaled clock)."""
+    from wheelfarm.core.http import Deadline
+    from wheelfarm.github.client import GitHubClient
+
+    github = GitHubClient(repo, api=args.api, uploads=uploads)
+    if args.timeout is not None:
+        github.deadline = Deadline.after(args.timeout, what="--timeout")
+    elif deadline_minutes is not None:
+        github.deadline = Deadline.after(deadline_minutes * 60, what="--deadline-minutes")
+    else:
+        github.deadline = Deadline.after(args.timeout_default, what="--timeout")
+    if deadline_minutes is not None:
+        budget = deadline_minutes * 60 / github.scale
+        github.budget = Deadline.after(budget, what="--deadline-minutes")
+    return github

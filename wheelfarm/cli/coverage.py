@@ -1,0 +1,36 @@
+"""`wheelfarm coverage`: built / missing wheels per package and platform."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from wheelfarm.cli import common
+
+logger = logging.getLogger("wheelfarm")
+
+
+def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
+    p = common.add_command(
+        sub, "coverage", execute, "Built / missing wheels per package and platform."
+    )
+    p.add_argument("--existing", type=Path, help="packages.json of the index, or a wheelhouse")
+    p.add_argument(
+        "--write-docs",
+        action="store_true",
+        help="rewrite the farm root's docs/coverage.md and README table",
+    )
+
+
+def execute(args: argparse.Namespace) -> int:
+    from wheelfarm.index.coverage import coverage, markdown, write_docs
+    from wheelfarm.matrix.plan import existing_build_ids
+
+    matrix, expansion = common.grid(args)
+    rows = coverage(expansion, existing_build_ids(args.existing))
+    if args.write_docs:
+        for path in write_docs(rows, matrix.root):
+            logger.info("wrote %s", path)
+    print(markdown(rows), end="")
+    return 0

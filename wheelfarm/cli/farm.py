@@ -1,0 +1,48 @@
+"""`wheelfarm farm`: the local farm, from this machine's toolchain to pip and uv commands."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from wheelfarm.cli import common
+
+
+def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
+    p = common.add_command(
+        sub,
+        "farm",
+        execute,
+        "The local farm: build what this machine can (the demo by "
+        "default), index it into a local site and print the pip and uv commands.",
+    )
+    common.add_target_args(p)
+    common.add_build_args(p)
+    p.add_argument(
+        "--store",
+        type=Path,
+        default=Path(".wheelfarm/wheelhouse"),
+        help="the local release store (a wheelhouse)",
+    )
+    p.add_argument("--site", type=Path, default=Path("site"), help="where the index is written")
+    p.add_argument("--title", default="wheelfarm (local)")
+    p.set_defaults(local=True)
+
+
+def execute(args: argparse.Namespace) -> int:
+    """The local farm: plan what this machine can build, build it, index it, print commands."""
+    from wheelfarm.farm import choose_target, local_farm
+
+    matrix, expansion = common.grid(args)
+    target = choose_target(matrix, expansion, common.query(args))
+    opts = common.build_options(args, local=True, out=args.store)
+    result = local_farm(matrix, expansion, target, opts, site=args.site, title=args.title)
+    name, cuda = target.package.display_name, target.build.cuda
+    print(f"pip install {name} --extra-index-url {result.index_url}")
+    print(f"uv pip install {name} --extra-index-url {result.index_url}")
+    combo = result.index_url.rstrip("/").rsplit("/", 1)[-1]
+    print(
+        f"# or serve it: wheelfarm serve {args.site} --port 8000, then use "
+        f"http://127.0.0.1:8000/{cuda}/{combo}/"
+    )
+    return 0

@@ -1,0 +1,81 @@
+"""`wheelfarm index`: the PEP 503 site from a wheelhouse or from GitHub Releases."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wheelfarm.cli import common
+from wheelfarm.core.errors import SiteError
+from wheelfarm.index.lock import LOCK_TIMEOUT
+
+if TYPE_CHECKING:
+    from wheelfarm.index.site import SiteResult
+
+SHOWN_UNFILED = 3  # wheel names printed per reason
+
+
+def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
+    p = common.add_command(
+        sub, "index", execute, "Write the PEP 503 site from a wheelhouse or GitHub Releases."
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--wheelhouse", type=Path, help="a folder of wheels (+ .build.json)")
+    src.add_argument("--github", metavar="OWNER/REPO", help="read the repository's releases")
+    common.add_api(p)
+    common.add_timeout(p, 1200)
+    p.add_argument("--out", type=Path, default=Path("site"))
+    p.add_argument(
+        "--allow-removal",
+        action="store_true",
+        help="let the new site drop wheels the previous one listed",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 7 when a wheel is in no (cuda, torch) index (the reasons are printed)",
+    )
+    p.add_argument("--title", default="wheelfarm")
+    p.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=LOCK_TIMEOUT,
+        metavar="SECONDS",
+        help="how long to wait for another index run writing --out (it holds OUT.lock); then "
+        f"exit 7 naming it (default {LOCK_TIMEOUT:g})",
+    )
+
+
+def execute(args: argparse.Namespace) -> int:
+    matrix, expansion = common.grid(args)
+    shared = {
+        "title": args.title,
+        "allow_removal": args.allow_removal,
+        "lock_timeout": args.lock_timeout,
+    }
+    if args.wheelhouse is not None:
+        from wheelfarm.index.write import index_wheelhouse
+
+        folder = common.existing_path(args.wheelhouse, "--wheelhouse", folder=True)
+        summary = index_wheelhouse(matrix, expansion, folder, args.out, **shared)
+    else:
+        from wheelfarm.farm import index_releases
+
+        github = common.client(args.github, args)
+        summary = index_releases(matrix, expansion, github, args.out, **shared)
+    _print_site(args.out, summary)
+    return SiteError.exit_code if args.strict and summary.unfiled else 0
+
+
+def _print_site(out: Path, r: SiteResult) -> None:
+    print(
+        f"site {out}: {r.filed} of {r.wheels} wheels in {r.combos} (cuda, torch) "
+        f"indexes; {r.written} files written, {r.unchanged} unchanged, "
+        f"{len(r.removed)} removed"
+    )
+    if r.unfiled:
+        print(f"{sum(map(len, r.unfiled.values()))} wheel(s) in no (cuda, torch) index:")
+    for reason, names in sorted(r.unfiled.items(), key=lambda kv: -len(kv[1])):
+        more = f" and {len(names) - SHOWN_UNFILED} more" if len(names) > SHOWN_UNFILED else ""
+        print(f"  {len(names):>6}  {reason}: {', '.join(names[:SHOWN_UNFILED])}{more}")

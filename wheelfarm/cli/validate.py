@@ -1,0 +1,25 @@
+"""`wheelfarm validate`: read every YAML file of the root through its schema."""
+
+from __future__ import annotations
+
+import argparse
+
+from wheelfarm.cli import common
+
+
+def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
+    common.add_command(
+        sub, "validate", execute, "Check every YAML file; report all problems at once."
+    )
+
+
+def execute(args: argparse.Namespace) -> int:
+    from wheelfarm.matrix.load import load_matrix
+
+    root = common.root(args)
+    matrix = load_matrix(root)
+    print(
+        f"ok: {len(matrix.packages)} packages, {len(matrix.releases)} torch releases "
+        f"({root.path}, {root.origin})"
+    )
+    return 0
