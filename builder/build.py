@@ -3,6 +3,7 @@ verify -> record, each step timed, logged to its own file and announced with a p
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -60,6 +61,19 @@ class BuildOptions:
     split: shard.Split | None = None  # a compile shard or the link build of a split compile
     farm_wheels: str | None = None  # farm_requires from: a wheelhouse or the farm's index URL;
     # None: out_dir
+
+    def recorded(self) -> record.RecordedOptions:
+        """The options the build record keeps (core.record.RecordedOptions names them, each a
+        field here), so a new recorded option needs no code here; resolve a None first."""
+        names = [f.name for f in dataclasses.fields(record.RecordedOptions)]
+        return record.RecordedOptions(**{name: getattr(self, name) for name in names})
+
+    def replaying(self, recorded: record.RecordedOptions | None) -> BuildOptions:
+        """These options with a build record's recorded ones in place, for `verify --rebuild`
+        (None: a version 1 record, which kept none, leaves the defaults)."""
+        if recorded is None:
+            return self
+        return dataclasses.replace(self, **dataclasses.asdict(recorded))
 
 
 @dataclass(frozen=True)
@@ -424,9 +438,7 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         opts.out_dir.mkdir(parents=True, exist_ok=True)
         wheel = Path(shutil.move(repaired, opts.out_dir / repaired.name))
     with steps.step("record"):
-        recorded = record.RecordedOptions(
-            torch_index=made.index, sdist_index=opts.sdist_index, plat=job.plat
-        )
+        recorded = dataclasses.replace(opts, torch_index=made.index, plat=job.plat).recorded()
         timing = record.Timing(
             created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             steps_seconds=steps.durations,

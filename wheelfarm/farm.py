@@ -17,7 +17,6 @@ from packaging.version import Version
 
 from wheelfarm.builder import envs
 from wheelfarm.builder.build import BuildOptions, BuildResult, expectation, run_build
-from wheelfarm.builder.source import DEFAULT_SDIST_INDEX
 from wheelfarm.builder.target import Target, resolve, select
 from wheelfarm.builder.toolchain import installed_cuda_tag
 from wheelfarm.builder.verify import member_differences, verify_static
@@ -261,26 +260,18 @@ def rebuild_and_compare(
     python: str | None = None,
 ) -> Rebuilt:
     """`wheelfarm verify --rebuild`: build the wheel's target again as its build record says
-    (build id, archs, torch and sdist index, repair tag) in a temporary folder, and compare the
-    bytes. VerifyError names the members that differ and keeps the rebuild to look at."""
+    (build id, archs and the recorded options) in a temporary folder, and compare the bytes.
+    VerifyError names the members that differ and keeps the rebuild to look at."""
     record = _read_record(wheel, record_path)
     target = resolve(matrix, expansion, record.build_id)
     archs = record.target.archs
     if archs and archs != target.build.archs.torch:  # built with --archs
         build = dataclasses.replace(target.build, archs=_archs(archs))
         target = dataclasses.replace(target, build=build)
-    options = record.options  # None: a version 1 record, which kept none
     tmp = Path(tempfile.mkdtemp(prefix="wheelfarm-rebuild-"))
     logger.info("rebuilding %s in %s", target.id, tmp)
-    opts = BuildOptions(
-        out_dir=tmp / "out",
-        work_dir=tmp / "work",
-        cache=cache,
-        torch_index=options.torch_index if options else None,
-        sdist_index=options.sdist_index if options else DEFAULT_SDIST_INDEX,
-        plat=options.plat if options else None,
-        python=python,
-    )
+    fresh = BuildOptions(out_dir=tmp / "out", work_dir=tmp / "work", cache=cache, python=python)
+    opts = fresh.replaying(record.options)
     again = run_build(target, opts).wheel
     digest = sha256_file(wheel)
     if again.name == wheel.name and sha256_file(again) == digest:

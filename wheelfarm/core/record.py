@@ -97,7 +97,10 @@ class TorchFacts:
 
 @dataclass(frozen=True, kw_only=True)
 class RecordedOptions:
-    """The options a build record keeps, so `verify --rebuild` builds the same way."""
+    """The options a build record keeps, so `verify --rebuild` builds the same way: their one
+    list. Each is the builder's BuildOptions field of that name, recorded as the value the
+    build resolved (BuildOptions.recorded) and given back to a rebuild (BuildOptions.replaying),
+    so recording one more option is a field here and in the schema (tests/unit/test_record.py)."""
 
     torch_index: str
     sdist_index: str
