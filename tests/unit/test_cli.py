@@ -3,7 +3,9 @@ code from the error hierarchy, and no traceback; the farm root is found as docum
 
 from __future__ import annotations
 
+import ast
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -173,3 +175,23 @@ def test_log_level_follows_quiet_and_verbose(
     assert main([*argv, "-qq"]) == 0
     assert capsys.readouterr().err == ""
     assert main(["-v", "validate"]) == 0
+
+
+# what a command module may import at its top: `wheelfarm --help` runs every `configure`
+LIGHT = {"wheelfarm", "wheelfarm.cli", "wheelfarm.core.errors", "wheelfarm.core.root"}
+LIGHT |= {"wheelfarm.core.platforms", "wheelfarm.index.lock"}
+
+
+def test_the_command_modules_import_the_builder_and_the_network_only_in_execute() -> None:
+    heavy = []
+    for path in sorted((REPO.path / "wheelfarm" / "cli").glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:  # not TYPE_CHECKING's
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            heavy += [
+                f"{path.name}:{node.lineno} {name}"
+                for name in names
+                if name not in LIGHT and name.split(".")[0] not in sys.stdlib_module_names
+            ]
+    assert not heavy, heavy
