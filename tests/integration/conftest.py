@@ -73,9 +73,16 @@ def demo_build(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Dem
 
 
 @pytest.fixture(scope="session")
-def torch_env(cache_dir: Path) -> Path:
-    """The run's shared cu130 torch 2.14 environment (a build made it)."""
-    return max((cache_dir / "envs").glob("torch2.14.*-cu130-cp*"))
+def torch_env(cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's shared cu130 torch 2.14.1 environment: made once per run (about 45 s) by the
+    first test or worker that asks, else reused, whatever order the tests run in."""
+    from wheelfarm.builder.envs import PIP_INDEX
+    from wheelfarm.builder.envs import torch_env as make
+
+    log = tmp_path_factory.mktemp("torch") / "env.log"
+    made = make(cache_dir, python=sys.executable, torch="2.14.1", cuda="cu130", index=PIP_INDEX,
+                log=log)  # fmt: skip
+    return made.path
 
 
 @contextmanager

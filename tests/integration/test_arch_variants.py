@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from wheelfarm.builder.binary import inspect_binary
-from wheelfarm.builder.envs import PIP_INDEX, torch_env
+from wheelfarm.builder.platforms import current
 from wheelfarm.core.wheelfile import write_wheel
 
 from .test_doctor import doctor, smi
@@ -81,12 +81,9 @@ def test_the_reader_names_each_variant_as_cuobjdump_does(
 
 
 @pytest.fixture(scope="module")
-def torch_python(cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The run's shared torch 2.14.1 (cu130) environment: made once (about 45 s), else reused."""
-    log = tmp_path_factory.mktemp("torch") / "env.log"
-    env = torch_env(cache_dir, python=sys.executable, torch="2.14.1", cuda="cu130",
-                    index=PIP_INDEX, log=log)  # fmt: skip
-    return env.python
+def torch_python(torch_env: Path) -> Path:
+    """The python of the run's shared torch 2.14.1 (cu130) environment."""
+    return current().venv_python(torch_env)
 
 
 def _wheel(so: Path, dest: Path, variant: str) -> Path:
