@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -142,7 +143,7 @@ class WheelEntry:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> WheelEntry:
+    def from_json(cls, data: object) -> WheelEntry:
         """One wheel of a packages.json; a ValueError says what is missing or of the wrong
         type (a site's manifest is read back from disk, where anything can be)."""
         try:
@@ -151,15 +152,15 @@ class WheelEntry:
                 url=_field(data, "url", str),
                 sha256=_field(data, "sha256", str),
                 size=_field(data, "size", int),
-                requires_python=_field(data, "requires_python", str, optional=True),
-                metadata_sha256=_field(data, "metadata_sha256", str, optional=True),
-                yanked=_field(data, "yanked", str, optional=True),
-                partial_archs=bool(_field(data, "partial_archs", bool, optional=True)),
+                requires_python=_optional(data, "requires_python", str),
+                metadata_sha256=_optional(data, "metadata_sha256", str),
+                yanked=_optional(data, "yanked", str),
+                partial_archs=bool(_optional(data, "partial_archs", bool)),
                 covers=tuple(
                     Covered(
                         **{a: _field(c, a, str) for a in ("cuda", "torch", "python", "platform")}
                     )
-                    for c in _field(data, "covers", list, optional=True) or ()
+                    for c in _optional(data, "covers", list) or ()
                 ),
             )
         except (KeyError, TypeError) as exc:
@@ -168,16 +169,26 @@ class WheelEntry:
         return entry
 
 
-def _field(data: object, key: str, kind: type[Any], *, optional: bool = False) -> Any:  # noqa: ANN401 - the kind asked for
-    """data[key], checked to be a `kind` (or absent or null when optional)."""
-    if not isinstance(data, dict):
-        msg = f"expected an object, got {type(data).__name__}"
-        raise TypeError(msg)
-    value = data.get(key) if optional else data[key]
-    if not (isinstance(value, kind) or (optional and value is None)):
+def _field(data: object, key: str, kind: type[_T]) -> _T:
+    """data[key], checked to be a `kind`."""
+    value = _object(data)[key]
+    if not isinstance(value, kind):
         msg = f"{key!r} is {type(value).__name__}, expected {kind.__name__}"
         raise TypeError(msg)
     return value
+
+
+def _optional(data: object, key: str, kind: type[_T]) -> _T | None:
+    """data[key], checked to be a `kind`, absent or null."""
+    value = _object(data).get(key)
+    return None if value is None else _field(data, key, kind)
+
+
+def _object(data: object) -> dict[str, object]:
+    if not isinstance(data, dict):
+        msg = f"expected an object, got {type(data).__name__}"
+        raise TypeError(msg)
+    return data
 
 
 def read_label(local: str | None) -> Label | None:
@@ -245,50 +256,106 @@ def covers_from_parsed(
 
 
 def _place(version: Version, tag: Tag, matrix: Matrix | None) -> Placement:
-    """covers_from_name for a parsed name."""
-    platform = platform_family(tag.platform)
-    if platform is None and tag.platform != "any":
-        return Placement(reason=MACOS if tag.platform.startswith("macosx") else FOREIGN_PLATFORM)
-    if version.local is None:
-        return Placement(reason=NO_LABEL)
-    if version.local == "cpu":
-        return Placement(reason=CPU)
-    farm = read_label(version.local)
-    try:
-        label = OtherLabel(farm.cuda, farm.torch) if farm else OtherLabel.parse(version.local)
-    except ValueError:
+    """covers_from_name for a parsed name: the rules, each a named predicate of `_Asks`."""
+    reason = _not_a_cuda_build(version.local, tag.platform)
+    if reason is not None:
+        return Placement(reason=reason)
+    asks = _Asks.read(version.local or "", tag)
+    if asks is None:
         return Placement(reason=UNKNOWN_LABEL)
-    stable = bool(farm and farm.stable)
-    if label.torch and label.cxx11abi not in (None, Version(label.torch) >= CXX11_FROM):
+    if asks.other_cxx11_abi():
         return Placement(reason=CXX11_ABI)
-    python = _INTERPRETER.match(tag.interpreter)
-    floor = Version(f"{python[1]}.{python[2]}") if python else None
-    any_python = tag.abi in ("abi3", "none") or python is None  # a floor, not one Python
-    out = []
-    for r in matrix.releases if matrix else ():
-        minor = r.minor
-        if not (
-            label.torch is None
-            or minor == label.torch
-            or (stable and Version(minor) >= Version(label.torch))
-        ):
-            continue
-        pythons = [
-            p
-            for p in r.pythons()
-            if floor is None or (Version(p) >= floor if any_python else Version(p) == floor)
-        ]
-        out += [
-            Covered(cuda=cuda, torch=minor, python=p, platform=plat)
-            for cuda, plats in r.builds.items()
-            if cuda == label.cuda or (label.cuda_major_only and cuda.startswith(label.cuda))
-            for plat in plats
-            if plat == platform or tag.platform == "any"
-            for p in pythons
-        ]
-    if not out and label.torch and floor and platform and not label.cuda_major_only:
-        out = [Covered(cuda=label.cuda, torch=label.torch, python=str(floor), platform=platform)]
-    return Placement(covers=tuple(out), reason=None if out else NO_CELL)
+    out = tuple(asks.cells(matrix))
+    own = None if out else asks.own_cell()
+    if own is not None:
+        out = (own,)
+    return Placement(covers=out, reason=None if out else NO_CELL)
+
+
+def _not_a_cuda_build(local: str | None, platform_tag: str) -> str | None:
+    """Why a wheel's platform or label says it is no CUDA build the farm serves, or None."""
+    if platform_family(platform_tag) is None and platform_tag != "any":
+        return MACOS if platform_tag.startswith("macosx") else FOREIGN_PLATFORM
+    if local is None:
+        return NO_LABEL
+    if local == "cpu":
+        return CPU
+    return None
+
+
+@dataclass(frozen=True)
+class _Asks:
+    """What a wheel's label and tag ask of a torch.yaml cell."""
+
+    label: OtherLabel
+    stable: bool  # '.stable': every torch from the label's on
+    floor: Version | None  # the tag's Python; None for 'py3'
+    from_floor: bool  # abi3, 'none' and 'py3' serve every Python from the floor on
+    platform: str | None  # the farm platform; None for 'any'
+
+    @classmethod
+    def read(cls, local: str, tag: Tag) -> _Asks | None:
+        """The asks of a label of the farm's shape or another farm's; None for neither."""
+        farm = read_label(local)
+        try:
+            label = OtherLabel(farm.cuda, farm.torch) if farm else OtherLabel.parse(local)
+        except ValueError:
+            return None
+        python = _INTERPRETER.match(tag.interpreter)
+        return cls(
+            label=label,
+            stable=bool(farm and farm.stable),
+            floor=Version(f"{python[1]}.{python[2]}") if python else None,
+            from_floor=tag.abi in ("abi3", "none") or python is None,
+            platform=platform_family(tag.platform),
+        )
+
+    def other_cxx11_abi(self) -> bool:
+        """A C++ ABI other than PyPI's torch of that minor (the C++11 one from 2.7 on)."""
+        abi, torch = self.label.cxx11abi, self.label.torch
+        return abi is not None and torch is not None and abi != (Version(torch) >= CXX11_FROM)
+
+    def serves_torch(self, minor: str) -> bool:
+        """A label without torch serves every torch; '.stable' every one from its own."""
+        torch = self.label.torch
+        return torch is None or minor == torch or (self.stable and Version(minor) >= Version(torch))
+
+    def serves_python(self, python: str) -> bool:
+        """The tag's Python, or every one from its floor (abi3, 'none', 'py3')."""
+        if self.floor is None:
+            return True
+        return Version(python) >= self.floor if self.from_floor else Version(python) == self.floor
+
+    def serves_cuda(self, cuda: str) -> bool:
+        """The label's CUDA, or every minor of a CUDA major ('cu12': minor compatibility)."""
+        label = self.label
+        return cuda == label.cuda or (label.cuda_major_only and cuda.startswith(label.cuda))
+
+    def serves_platform(self, platform: str) -> bool:
+        """The tag's platform; 'any' serves every one."""
+        return self.platform is None or platform == self.platform
+
+    def cells(self, matrix: Matrix | None) -> Iterator[Covered]:
+        """Every cell torch.yaml ships that the wheel serves."""
+        for r in matrix.releases if matrix else ():
+            if not self.serves_torch(r.minor):
+                continue
+            pythons = [p for p in r.pythons() if self.serves_python(p)]
+            for cuda, plats in r.builds.items():
+                for plat in plats if self.serves_cuda(cuda) else ():
+                    if self.serves_platform(plat):
+                        yield from (
+                            Covered(cuda=cuda, torch=r.minor, python=p, platform=plat)
+                            for p in pythons
+                        )
+
+    def own_cell(self) -> Covered | None:
+        """The cell the name gives whole (a torch, a CUDA minor, a Python, a platform), filed
+        even when torch.yaml lacks it; None when the name gives less."""
+        label, torch, platform = self.label, self.label.torch, self.platform
+        if torch is None or self.floor is None or platform is None or label.cuda_major_only:
+            return None
+        return Covered(cuda=label.cuda, torch=torch, python=str(self.floor), platform=platform)
 
 
 MAX_FILENAME = 240  # files/NAME.metadata must fit a file system's 255-byte name
