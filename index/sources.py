@@ -11,16 +11,15 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.record import BuildRecord, RecordError, is_record_name, path_for
 from wheelfarm.core.wheelfile import read_metadata_bytes, requires_python
-from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import (
     SHAPES,
     Covered,
+    Parsed,
     Placement,
     Refused,
     WheelEntry,
@@ -63,22 +62,6 @@ def _by_sm(archs: set[str]) -> tuple[str, ...]:
     return tuple(sorted(archs, key=lambda a: (len(a.rstrip("abcdefghijklmnopqrstuvwxyz")), a)))
 
 
-class Placer(Protocol):
-    """Where a wheelhouse's wheels go as they are read (index.site.Site): the wheel and its
-    METADATA, which is handed on at once rather than kept for 100,000 wheels."""
-
-    def place(
-        self,
-        wheel: Path,
-        name: str,
-        sha256: str,
-        metadata_sha256: str,
-        metadata: bytes | None,
-        cache: object = None,
-        data: bytes | None = None,
-    ) -> None: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Known:
     """What an earlier run read from a wheel: trusted while the wheel's (and its build
@@ -97,14 +80,25 @@ class Known:
     def read(cls, row: object) -> Known | None:
         """A row as saved by an earlier run (`to_json`); None for anything not of its shape
         (the wheel is then read again): never trusted."""
-        if (
-            isinstance(row, list)
-            and len(row) == 4  # noqa: PLR2004 - the four fields
-            and all(isinstance(v, str) for v in row[:3])
-            and isinstance(row[3], str | None)
-        ):
-            return cls(*row)
-        return None
+        match row:
+            case [str() as stat, str() as sha256, str() as metadata_sha256, str() | None as floor]:
+                return cls(stat, sha256, metadata_sha256, floor)
+            case _:
+                return None
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """A wheel as the source read it: its entry for the catalog, and what the site places
+    for it (index.site.Site.placed): `known` (its hashes, saved for the next run), its
+    METADATA (None when an unchanged wheel was not read) and its bytes as hashed (None for a
+    big wheel, copied then, or one not read). Handed on at once, never kept for 100,000."""
+
+    entry: WheelEntry
+    wheel: Path
+    known: Known
+    metadata: bytes | None
+    data: bytes | None
 
 
 Saved = Callable[[str], object]  # a wheel's name -> what the last run saved with it, or None
@@ -141,79 +135,97 @@ def _read(wheel: Path, size: int) -> tuple[str, bytes, bytes | None]:
     return digest.hexdigest(), read_metadata_bytes(io.BytesIO(data) if data else wheel), data
 
 
-def from_wheelhouse(
+def read_wheelhouse(
     folder: Path,
     matrix: Matrix | None,
     yanked: Yanks,
-    site: Placer | None = None,
     policy: Policy | None = None,
     saved: Saved | None = None,
-) -> Catalog:
-    """Entries for every wheel in `folder` (with their build records), each placed on `site`
-    as it is read with what was read (a `Known`, `saved` next time: a wheel whose row there
-    is unchanged is not read again; its METADATA is then read only if the site lacks it)."""
+) -> Iterator[Read | Refused]:
+    """Every wheel in `folder` (with its build record) as it is read, in name order, with
+    what was read (its `Known` is `saved` next time: a wheel whose row there is unchanged is
+    not read again); a wheel refused for a value of no shape the index serves (its name, its
+    record's cells or archs) comes as its `Refused`. Nothing is written: the site places
+    what it is handed (index.site.Site.placed), one wheel at a time."""
     _check_wheelhouse(folder)
-    return Catalog(_wheels(folder, matrix, yanked, site, policy, saved))
-
-
-def _wheels(
-    folder: Path,
-    matrix: Matrix | None,
-    yanked: Yanks,
-    site: Placer | None,
-    policy: Policy | None,
-    saved: Saved | None,
-) -> Iterator[WheelEntry | Refused]:
-    """from_wheelhouse's entries, one at a time (a catalog stores them as they come), and the
-    wheels refused for a value of no shape the index serves (their name, their record's
-    cells or archs), which are not placed."""
-    memo: dict[tuple[str, str], Placement] = {}
-    listing = os.listdir(folder)  # noqa: PTH208 - names alone: no Path per file
+    with os.scandir(folder) as it:  # names alone: no Path per file
+        listing = [item.name for item in it]
     records = {n for n in listing if is_record_name(n)}  # no stat for the absent
-    for name in sorted(n for n in listing if n.endswith(".whl")):
+    names = sorted(n for n in listing if n.endswith(".whl"))
+    return _reads(names, _House(folder, matrix, policy, saved, records), yanked)
+
+
+def _reads(names: list[str], house: _House, yanked: Yanks) -> Iterator[Read | Refused]:
+    """`read_wheelhouse`'s wheels, read one at a time as they are asked for."""
+    for name in names:
+        read = house.read(name)
+        if isinstance(read, Read):
+            read = dataclasses.replace(read, entry=with_yank(read.entry, yanked))
+        yield read
+
+
+@dataclass
+class _House:
+    """What reading each wheel of one wheelhouse shares: where it is, the farm, the build
+    policy, the last run's rows, the build records the listing holds and placements by label
+    (a wheelhouse repeats a few)."""
+
+    folder: Path
+    matrix: Matrix | None
+    policy: Policy | None
+    saved: Saved | None
+    records: set[str]
+    memo: dict[tuple[str, str], Placement] = dataclasses.field(default_factory=dict)
+
+    def read(self, name: str) -> Read | Refused:
+        """One wheel, refused before it is read when its name is of no shape, and after it
+        is read when a value its record gives is."""
         try:
             parsed = parse(name)
         except ValueError:  # packaging's InvalidWheelFilename
             parsed = None
         problem = name_problem(name, parsed[0] if parsed else None)
         if problem or not parsed:  # (no parse: a problem)
-            yield Refused(name, f"{SHAPES}: {problem}")
-            continue
-        wheel = folder / name
+            return Refused(name, f"{SHAPES}: {problem}")
+        wheel = self.folder / name
         record_path = path_for(wheel)
-        has_record = record_path.name in records  # the listing's spelling of the name
+        has_record = record_path.name in self.records  # the listing's spelling of the name
         record = _wheel_record(record_path) if has_record else None
-        listed = record_covers(record)
         try:
             st = wheel.stat()
             stat = _stat_key(st, record_path if has_record else None)
-            now, meta, data = _known(wheel, st.st_size, stat, saved(name) if saved else None)
-            # placed from its name when the record lists no cells (memo: labels repeat)
-            place = (
-                Placement(covers=listed)
-                if listed
-                else covers_from_parsed(parsed[1], parsed[2], matrix, memo)
+            saved = self.saved(name) if self.saved else None
+            now, meta, data = _known(wheel, st.st_size, stat, saved)
+            entry = with_archs(
+                self._entry(name, parsed, st.st_size, now, record), record, self.policy
             )
-            entry = WheelEntry(
-                filename=name,
-                sha256=now.sha256,
-                size=st.st_size,
-                requires_python=now.requires_python,
-                metadata_sha256=now.metadata_sha256,
-                covers=place.covers,
-                unfiled=place.reason,
-                parsed=parsed,
-            )
-            entry = with_archs(entry, record, policy)
         except READ_ERRORS as exc:
             msg = f"{wheel}: not a readable farm wheel ({exc}); rebuild it or remove it"
             raise SiteError(msg) from exc
         if problem := refusal(entry):  # before anything is written for it
-            yield Refused(name, problem)
-            continue
-        if site is not None:
-            site.place(wheel, name, now.sha256, now.metadata_sha256, meta, now, data)
-        yield with_yank(entry, yanked)
+            return Refused(name, problem)
+        return Read(entry, wheel, now, meta, data)
+
+    def _entry(
+        self, name: str, parsed: Parsed, size: int, now: Known, record: BuildRecord | None
+    ) -> WheelEntry:
+        """The wheel's entry: placed by its record's cells, else from its name."""
+        listed = record_covers(record)
+        place = (
+            Placement(covers=listed)
+            if listed
+            else covers_from_parsed(parsed[1], parsed[2], self.matrix, self.memo)
+        )
+        return WheelEntry(
+            filename=name,
+            sha256=now.sha256,
+            size=size,
+            requires_python=now.requires_python,
+            metadata_sha256=now.metadata_sha256,
+            covers=place.covers,
+            unfiled=place.reason,
+            parsed=parsed,
+        )
 
 
 def _wheel_record(path: Path) -> BuildRecord:
@@ -245,10 +257,11 @@ def wheelhouse_key(folder: Path) -> str:
     _check_wheelhouse(folder)
     digest = hashlib.sha256()
     # names alone, each stat taken as it is hashed: 100,000 stat results held to be sorted
-    # would be the run's peak memory
-    listing = os.listdir(folder)  # noqa: PTH208 - names alone: no Path per file
+    # would be the run's peak memory, and a Path per name a tenth of an unchanged rerun
+    with os.scandir(folder) as it:
+        listing = [item.name for item in it]
     for name in sorted(n for n in listing if n.endswith(".whl") or is_record_name(n)):
-        st = os.stat(os.path.join(folder, name))  # noqa: PTH116, PTH118 - see above
+        st = os.stat(f"{folder}{os.sep}{name}")  # noqa: PTH116 - see above
         digest.update(
             f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_ctime_ns}\n".encode()
         )

@@ -13,7 +13,7 @@ from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.coverage import coverage, svg
 from wheelfarm.index.lock import LOCK_TIMEOUT
 from wheelfarm.index.site import Site, SiteResult, reuse
-from wheelfarm.index.sources import Policy, from_wheelhouse, wheelhouse_key, yanked_versions
+from wheelfarm.index.sources import Policy, read_wheelhouse, wheelhouse_key, yanked_versions
 from wheelfarm.matrix.expand import Expansion
 from wheelfarm.matrix.model import Matrix
 
@@ -82,7 +82,8 @@ def index_wheelhouse(
     allow_removal: bool = False,
     lock_timeout: float = LOCK_TIMEOUT,
 ) -> SiteResult:
-    """The site of a local wheelhouse (wheels copied under files/); a rerun on an unchanged
+    """The site of a local wheelhouse (wheels copied under files/: the source reads each
+    wheel, the site places what it read, the catalog keeps its entry); a rerun on an unchanged
     wheelhouse and farm root reports the site as it is, reading no wheel, and a rerun after a
     change reads only the wheels whose size, mtime, inode or ctime changed. Another run
     writing `out` is waited for up to `lock_timeout` seconds (index/lock.py)."""
@@ -92,7 +93,8 @@ def index_wheelhouse(
         return reused
     with Site(out, lock_timeout=lock_timeout) as site:
         yanked, builds = yanked_versions(matrix), policy(expansion)
-        with from_wheelhouse(wheelhouse, matrix, yanked, site, builds, site.owned.cache) as wheels:
+        reads = read_wheelhouse(wheelhouse, matrix, yanked, builds, site.owned.cache)
+        with Catalog(site.placed(reads)) as wheels:
             return write_site(
                 matrix,
                 expansion,

@@ -110,13 +110,13 @@ def test_two_index_runs_on_one_out_leave_one_whole_site(tmp_path: Path) -> None:
 FULL = """
 import errno, os, sys
 from wheelfarm import cli
-from wheelfarm.index import site
-real = site._write
+from wheelfarm.index import fs
+real = fs.write
 def full(path, data):
     if path.endswith(".metadata"):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
     real(path, data)
-site._write = full
+fs.write = full
 sys.exit(cli.main(["index", "--wheelhouse", sys.argv[1], "--out", sys.argv[2]]))
 """
 

@@ -19,6 +19,7 @@ from types import ModuleType
 import pytest
 
 from tests.roots import REPO
+from tests.unit.test_index_owned import wheelhouse_catalog
 from wheelfarm.builder.build import expectation
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.source import _extract
@@ -29,7 +30,6 @@ from wheelfarm.core.archive import Limits, MiB
 from wheelfarm.core.errors import BuildError, ConfigError, PlanError, SiteError, UsageError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.core.wheelfile import write_wheel
-from wheelfarm.index.sources import from_wheelhouse
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.reader import MAX_DEPTH, MAX_FILE_BYTES
@@ -552,7 +552,7 @@ def test_relabel_a_broken_wheel_is_a_build_error(
 def test_wheelhouse_non_zip_wheel_names_the_file(tmp_path: Path) -> None:
     (tmp_path / NAME).write_bytes(b"not a zip")
     with pytest.raises(SiteError) as info:
-        from_wheelhouse(tmp_path, None, {})
+        wheelhouse_catalog(tmp_path, None, {})
     assert str(info.value) == (
         f"{tmp_path / NAME}: not a readable farm wheel (File is not a zip file); "
         f"rebuild it or remove it"
@@ -579,7 +579,7 @@ def test_wheelhouse_corrupt_zip_names_the_file(
     wheel = _wheel(tmp_path)
     wheel.write_bytes(damage(wheel.read_bytes()))
     with pytest.raises(SiteError, match=rf"\.whl: not a readable farm wheel \({reason}"):
-        from_wheelhouse(tmp_path, None, {})
+        wheelhouse_catalog(tmp_path, None, {})
 
 
 def test_wheelhouse_metadata_bomb_is_not_read(
@@ -588,7 +588,7 @@ def test_wheelhouse_metadata_bomb_is_not_read(
     monkeypatch.setattr("wheelfarm.core.wheelfile.MAX_METADATA", 16)
     _wheel(tmp_path)
     with pytest.raises(SiteError, match=r"METADATA unpacks to \d+ bytes, over the 16 allowed"):
-        from_wheelhouse(tmp_path, None, {})
+        wheelhouse_catalog(tmp_path, None, {})
 
 
 @pytest.mark.parametrize(

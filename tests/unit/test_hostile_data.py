@@ -17,14 +17,15 @@ from packaging.requirements import Requirement
 from tests.roots import REPO
 from tests.synthetic import sample_record
 from tests.unit.conftest import package_yaml
+from tests.unit.test_index_owned import wheelhouse_catalog
 from wheelfarm.builder import build, envs
 from wheelfarm.core.errors import ConfigError, SiteError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.index import entries
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import Covered, WheelEntry
-from wheelfarm.index.site import OWNED, Site
-from wheelfarm.index.sources import from_wheelhouse
+from wheelfarm.index.owned import OWNED
+from wheelfarm.index.site import Site
 from wheelfarm.matrix.load import load_matrix, module_problem, requirement_problem
 
 # --- package YAML: import names and requirements (row 1) --------------------------------------
@@ -217,7 +218,7 @@ def test_a_wheelhouse_name_of_no_shape_is_refused_unread_and_unwritten(
     house, out = tmp_path / "house", tmp_path / "site"
     house.mkdir()
     (house / name).write_bytes(b"not read")
-    with Site(out) as site, from_wheelhouse(house, None, {}, site) as wheels:
+    with Site(out) as site, wheelhouse_catalog(house, None, {}, site) as wheels:
         site.commit(wheels, templates=REPO.templates, unfiled=wheels.account())
         ((reason, names),) = wheels.refused.items()
     assert why in reason
@@ -275,10 +276,10 @@ def test_any_build_record_lists_its_wheel_with_shaped_values_or_refuses_it(
         (house / f"{GOOD}.build.json").write_text(json.dumps(record))
         if not _all_strings(record):  # a value that is no string: the record is refused whole
             with pytest.raises(SiteError, match="rebuild the wheel or delete the record") as caught:
-                from_wheelhouse(house, None, {})
+                wheelhouse_catalog(house, None, {})
             assert "\n" not in str(caught.value)
             return
-        with Site(out) as site, from_wheelhouse(house, None, {}, site) as wheels:
+        with Site(out) as site, wheelhouse_catalog(house, None, {}, site) as wheels:
             site.commit(wheels, templates=REPO.templates, unfiled=wheels.account())
             refused = dict(wheels.refused)
         manifest = json.loads((out / "packages.json").read_text())
@@ -354,7 +355,7 @@ def test_a_full_disk_is_one_line_and_the_old_site_stays(
     import os
 
     from wheelfarm.core.errors import SiteError
-    from wheelfarm.index import site
+    from wheelfarm.index import fs
 
     house, out = _house(tmp_path), tmp_path / "site"
     _index(house, out)
@@ -363,14 +364,14 @@ def test_a_full_disk_is_one_line_and_the_old_site_stays(
     from tests.unit.test_index_owned import wheel
 
     wheel(house, GOOD.replace("cp312-cp312", "cp313-cp313"))
-    real = site._write
+    real = fs.write
 
     def full(path: str, data: bytes) -> None:
         if path.endswith(".metadata"):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
         real(path, data)
 
-    monkeypatch.setattr(site, "_write", full)
+    monkeypatch.setattr(fs, "write", full)
     with pytest.raises(SiteError) as caught:
         _index(house, out, lock_timeout=0)
     (line,) = str(caught.value).splitlines()
@@ -471,7 +472,8 @@ def test_a_deep_packages_json_is_one_line_for_the_site_and_the_planner(tmp_path:
 
 def test_a_deep_file_list_line_or_cache_row_is_one_line_or_a_fresh_site(tmp_path: Path) -> None:
     from wheelfarm.core.errors import SiteError
-    from wheelfarm.index.site import read_owned, reuse
+    from wheelfarm.index.owned import read_owned
+    from wheelfarm.index.site import reuse
 
     house, out = _house(tmp_path), tmp_path / "site"
     _index(house, out)
@@ -527,7 +529,8 @@ def test_any_file_list_is_read_or_refused_in_one_line(lines: list[str]) -> None:
     from tempfile import TemporaryDirectory
 
     from wheelfarm.core.errors import SiteError
-    from wheelfarm.index.site import read_owned, reuse
+    from wheelfarm.index.owned import read_owned
+    from wheelfarm.index.site import reuse
 
     with TemporaryDirectory() as tmp:
         out = Path(tmp) / "site"

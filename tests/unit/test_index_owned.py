@@ -20,9 +20,10 @@ from wheelfarm.core.wheelfile import write_wheel
 from wheelfarm.index import entries as reasons
 from wheelfarm.index import sources
 from wheelfarm.index.catalog import Catalog
-from wheelfarm.index.entries import covers_from_name
-from wheelfarm.index.site import OWNED, Site, build_site
-from wheelfarm.index.sources import from_wheelhouse
+from wheelfarm.index.entries import Refused, covers_from_name
+from wheelfarm.index.owned import OWNED
+from wheelfarm.index.site import Site, build_site
+from wheelfarm.index.sources import Policy, Saved, Yanks, read_wheelhouse
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.plan import existing_build_ids
@@ -50,9 +51,25 @@ def wheel(house: Path, name: str = W, body: bytes = b"") -> Path:
     return path
 
 
+def wheelhouse_catalog(
+    house: Path,
+    matrix: Matrix | None,
+    yanked: Yanks,
+    site: Site | None = None,
+    policy: Policy | None = None,
+    saved: Saved | None = None,
+) -> Catalog:
+    """The wheelhouse's catalog as index_wheelhouse composes it: each wheel the source reads
+    placed on `site` (when one is given), its entry kept."""
+    reads = read_wheelhouse(house, matrix, yanked, policy, saved)
+    if site is not None:
+        return Catalog(site.placed(reads))
+    return Catalog(r if isinstance(r, Refused) else r.entry for r in reads)
+
+
 def site(house: Path, out: Path, matrix: Matrix | None = None) -> None:
     with Site(out) as written:
-        entries = from_wheelhouse(house, matrix, {}, written)
+        entries = wheelhouse_catalog(house, matrix, {}, written)
         written.commit(entries, templates=REPO.templates)
 
 
@@ -190,7 +207,7 @@ def test_archs_and_partial_builds(tmp_path: Path, shipped: Matrix) -> None:
     path_for(path).write_text(record.to_json())
     policy = {"demo-pkg-1.0.0-cu130torch2.14-cp312-linux_x86_64": frozenset({"sm_80", "sm_120"})}
     with Site(tmp_path / "site") as written:
-        entries = from_wheelhouse(house, shipped, {}, written, policy)
+        entries = wheelhouse_catalog(house, shipped, {}, written, policy)
         (entry,) = entries
         assert entry.to_json()["archs"] == {"sass": ["sm_80", "sm_90", "sm_100"], "ptx": ["sm_100"]}
         assert entry.partial_archs
@@ -221,7 +238,7 @@ def test_cli_reports_unfiled_wheels_and_strict_fails(
 def _index_with_cache(house: Path, out: Path) -> None:
     with Site(out) as written:
         written.commit(
-            from_wheelhouse(house, None, {}, written, None, written.owned.cache),
+            wheelhouse_catalog(house, None, {}, written, None, written.owned.cache),
             templates=REPO.templates,
         )
 

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.roots import REPO
+from tests.unit.test_index_owned import wheelhouse_catalog
 from wheelfarm.builder.binary import BinaryInfo, inspect_binary, parse_fatbin
 from wheelfarm.builder.source import _extract
 from wheelfarm.builder.verify import verify_static
@@ -32,7 +33,6 @@ from wheelfarm.core.platforms import NAMES
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.index.entries import WheelEntry, covers_from_name, read_label
-from wheelfarm.index.sources import from_wheelhouse
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
@@ -507,7 +507,7 @@ def test_wheelhouse_source(
     wheel.write_bytes(data.draw(st.just(good_wheel) | _mutated(good_wheel)))
     if record is not None:
         wheel.with_name(NAME + ".build.json").write_bytes(record)
-    result = _outcome(lambda: from_wheelhouse(scratch, shipped, {}), SiteError)
+    result = _outcome(lambda: wheelhouse_catalog(scratch, shipped, {}), SiteError)
     if isinstance(result, SiteError):
         assert "\n" not in str(result)
         assert str(scratch) in str(result)

@@ -109,8 +109,9 @@ def test_collapsed_wheels_are_listed_under_every_combo(tmp_path: Path) -> None:
 
 
 def test_yanked_version_in_yaml_marks_its_wheels(matrix_dir: object, tmp_path: Path) -> None:
+    from tests.unit.test_index_owned import wheelhouse_catalog
     from wheelfarm.core.wheelfile import write_wheel
-    from wheelfarm.index.sources import from_wheelhouse, yanked_versions
+    from wheelfarm.index.sources import yanked_versions
 
     from .conftest import package_yaml
 
@@ -134,7 +135,7 @@ def test_yanked_version_in_yaml_marks_its_wheels(matrix_dir: object, tmp_path: P
         info,
     )
     with Site(tmp_path / "site") as site:
-        entries = from_wheelhouse(house, matrix, yanked_versions(matrix), site)
+        entries = wheelhouse_catalog(house, matrix, yanked_versions(matrix), site)
         assert [e.yanked for e in entries] == ["wrong sm_90 kernels"]
         site.commit(entries, templates=REPO.templates)
     page = (tmp_path / "site" / "cu130" / "torch2.14" / "demo-pkg" / "index.html").read_text()

@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
-from tests.unit.test_index_owned import W, wheel
+from tests.unit.test_index_owned import W, wheel, wheelhouse_catalog
 from wheelfarm.cli import main
 from wheelfarm.core.errors import SiteError
-from wheelfarm.index import site as site_module
-from wheelfarm.index import sources
+from wheelfarm.index import fs, manifest, sources
 from wheelfarm.index.catalog import Catalog
-from wheelfarm.index.site import MANIFEST, OWNED, Site, read_owned
-from wheelfarm.index.sources import Known, from_wheelhouse
+from wheelfarm.index.manifest import MANIFEST
+from wheelfarm.index.owned import OWNED, read_owned
+from wheelfarm.index.site import Site
+from wheelfarm.index.sources import Known
 
 CP311 = W.replace("cp312-cp312", "cp311-cp311")
 
@@ -86,14 +87,14 @@ def test_a_list_of_the_last_version_is_still_read(
     wheel(house)
     wheel(house, CP311)
     with Site(out) as first:
-        first.commit(from_wheelhouse(house, None, {}, first), templates=REPO.templates)
+        first.commit(wheelhouse_catalog(house, None, {}, first), templates=REPO.templates)
     head, body = (out / OWNED).read_text().split("\n", 1)
     (out / OWNED).write_text(head + "\n" + json.dumps(json.loads(body)) + "\n")
     read: list[str] = []
     monkeypatch.setattr(sources, "_read", lambda p, size: read.append(p.name) or ("", b""))
     with Site(out) as again:
         assert again.owned.sha256(f"files/{W}") is not None
-        wheels = from_wheelhouse(house, None, {}, again, None, again.owned.cache)
+        wheels = wheelhouse_catalog(house, None, {}, again, None, again.owned.cache)
         again.commit(wheels, templates=REPO.templates)
     assert read == []  # every wheel known from the old list's cache
     assert (out / OWNED).read_text().splitlines()[1] == '{"cache":{'
@@ -127,12 +128,12 @@ def test_packages_json_is_read_a_piece_at_a_time(
     assert index(house, out) == 0
     listed = [w["filename"] for w in json.loads((out / MANIFEST).read_text())["wheels"]]
     for piece in (1, 7, 1 << 20):
-        monkeypatch.setattr(site_module, "READ_PIECE", piece)
-        assert list(site_module._published(out)) == listed
+        monkeypatch.setattr(manifest, "READ_PIECE", piece)
+        assert list(manifest.published(out)) == listed
     spaced = json.dumps(json.loads((out / MANIFEST).read_text()), indent=2)
     (out / MANIFEST).write_text(spaced)
-    monkeypatch.setattr(site_module, "READ_PIECE", 5)
-    assert list(site_module._published(out)) == listed
+    monkeypatch.setattr(manifest, "READ_PIECE", 5)
+    assert list(manifest.published(out)) == listed
 
 
 @pytest.mark.parametrize(
@@ -149,7 +150,7 @@ def test_packages_json_is_read_a_piece_at_a_time(
 def test_a_broken_packages_json_is_refused(text: str, match: str, tmp_path: Path) -> None:
     (tmp_path / MANIFEST).write_text(text)
     with pytest.raises(SiteError, match=match), Catalog() as wheels:
-        wheels.missing(site_module._published(tmp_path))
+        wheels.missing(manifest.published(tmp_path))
 
 
 def test_removing_a_tree_follows_no_link(tmp_path: Path) -> None:
@@ -164,6 +165,6 @@ def test_removing_a_tree_follows_no_link(tmp_path: Path) -> None:
             (tree / "files" / "l.whl").symlink_to(outside / "keep.whl")
         else:
             (tree / "files").symlink_to(outside)
-        site_module._remove_tree(tree)
+        fs.remove_tree(tree)
         assert not os.path.lexists(tree)
     assert (outside / "keep.whl").read_text() == "keep"
