@@ -58,6 +58,34 @@ def _kill_tree(proc: subprocess.Popen[str]) -> None:
     proc.kill()
 
 
+def _communicate(
+    proc: subprocess.Popen[str],
+    shown: str,
+    *,
+    log: Path | None,
+    heartbeat: float | None,
+    deadline: float | None,
+) -> str:
+    """Wait for `proc`: a heartbeat line with its latest log line every `heartbeat` seconds (with
+    a log), and the whole tree killed at `deadline`. Returns what it wrote to a stdout pipe."""
+    started = time.monotonic()
+    while True:
+        try:
+            stdout, _ = proc.communicate(timeout=_wait(heartbeat if log else None, deadline))
+            break
+        except subprocess.TimeoutExpired:
+            minutes, seconds = divmod(int(time.monotonic() - started), 60)
+            if deadline is not None and time.time() >= deadline:
+                _kill_tree(proc)
+                proc.wait()
+                where = f"; log: {log}" if log is not None else ""
+                msg = f"stopped at its deadline after {minutes}m{seconds:02d}s: {shown}{where}"
+                raise BuildError(msg) from None
+            if log is not None:
+                logger.info("    ... %dm%02ds: %s", minutes, seconds, _last_line(log))
+    return stdout or ""
+
+
 def call(
     args: Sequence[str | os.PathLike[str]],
     *,
@@ -97,23 +125,7 @@ def call(
             stdout=subprocess.PIPE if capture else out,
             stderr=out,
         ) as proc:
-            started = time.monotonic()
-            while True:
-                try:
-                    wait = _wait(heartbeat if log else None, deadline)
-                    stdout, _ = proc.communicate(timeout=wait)
-                    break
-                except subprocess.TimeoutExpired:
-                    minutes, seconds = divmod(int(time.monotonic() - started), 60)
-                    if deadline is not None and time.time() >= deadline:
-                        _kill_tree(proc)
-                        proc.wait()
-                        where = f"; log: {log}" if log is not None else ""
-                        took = f"{minutes}m{seconds:02d}s"
-                        msg = f"stopped at its deadline after {took}: {shown}{where}"
-                        raise BuildError(msg) from None
-                    if log is not None:
-                        logger.info("    ... %dm%02ds: %s", minutes, seconds, _last_line(log))
+            stdout = _communicate(proc, shown, log=log, heartbeat=heartbeat, deadline=deadline)
     finally:
         if out is not None:
             out.close()
