@@ -53,7 +53,7 @@ class Windows:
     def ninja_shim(self, bin_dir: Path) -> Path:
         """The launcher pip gives every console script, as ninja.exe: Windows runs `ninja` only as
         an .exe."""
-        from pip._vendor.distlib.scripts import ScriptMaker  # noqa: PLC0415 - Windows only
+        from distlib.scripts import ScriptMaker  # noqa: PLC0415 - Windows only
 
         bin_dir.mkdir()
         maker = ScriptMaker(None, str(bin_dir))  # type: ignore[no-untyped-call, unused-ignore]

@@ -4,7 +4,8 @@ function, a matrix file its synthetic root lacks) went unnoticed until someone m
 
 The sizes are the smallest that still go through every step; what the benchmarks measure at
 their default size is unchanged. The two that compile build the demo extension for one arch
-(no upstream package) and still take minutes, so they are `slow`."""
+(no upstream package) and still take minutes, so they are `compiling_benchmark`: run by
+`bash scripts/test.sh --run-benchmarks tests/integration/test_benchmarks.py`, not by CI."""
 
 from __future__ import annotations
 
@@ -65,14 +66,14 @@ CASES = [
         ["--archs", ARCH],
         rf"^warm/cold compile = {NUMBER}; whole build = {NUMBER} \(goal <= 0\.2\)$",
         id="build_cache",
-        marks=pytest.mark.slow,
+        marks=pytest.mark.compiling_benchmark,
     ),
     pytest.param(
         "sharded_build.py",
         ["--package", "wheelfarm-demo", "--archs", ARCH, "--shards", "2"],
         rf"^link/unsharded={NUMBER} shards_cpu/unsharded={NUMBER} hits=100\.0%$",
         id="sharded_build",
-        marks=pytest.mark.slow,
+        marks=pytest.mark.compiling_benchmark,
     ),
 ]
 
