@@ -1,4 +1,4 @@
-"""`wheelfarm validate`: read every YAML file of the root through its schema."""
+"""`wheelfarm validate`: read the seven matrix files and packages/*.yaml through their schemas."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from wheelfarm.cli import common
 
 def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     common.add_command(
-        sub, "validate", execute, "Check every YAML file; report all problems at once."
+        sub, "validate", execute, "Check the matrix files and packages/*.yaml; report all problems."
     )
 
 
