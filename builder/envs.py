@@ -7,6 +7,7 @@ fresh, thin venv that sees the shared torch through a .pth file: nothing it inst
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -102,13 +103,20 @@ def _constraint_files() -> list[str]:
     """The constraint files pip's configuration names (PIP_CONSTRAINT wins over pip.conf)."""
     if "PIP_CONSTRAINT" in os.environ:
         return os.environ["PIP_CONSTRAINT"].split()
+    return list(_configured_constraints())
+
+
+@functools.cache
+def _configured_constraints() -> tuple[str, ...]:
+    """pip.conf's constraint files, asked of `pip config list` once per process: choosing one
+    target asks for the torch cap up to three times (the build, its env, its import check)."""
     listing = call([sys.executable, "-m", "pip", "config", "list"], capture=True, log=None)
-    out = []
+    out: list[str] = []
     for line in listing.splitlines():
         key, _, value = line.partition("=")
         if key.strip().endswith(".constraint"):
             out += value.strip().strip("'\"").split()
-    return out
+    return tuple(out)
 
 
 def pip_torch_cap() -> SpecifierSet:
