@@ -13,7 +13,10 @@ src/internal/find/list-artifacts.ts):
 - v8.0.1 bundles 6.2.1 (toolkit PR #2165): every page up to ACTIONS_ARTIFACT_MAX_ARTIFACT_COUNT
   (default 1,000), with a warning when the run holds more.
 Both list another run (`run-id` + `github-token`) through the REST API; without a token they see
-only the current attempt's artifacts. A `pattern` that matches nothing is not an error."""
+only the current attempt's artifacts. A `pattern` that matches nothing is not an error.
+A `name` is not a listing: getArtifactPublic asks `GET /runs/{id}/artifacts?name=` (internal:
+ListArtifacts with a name filter), one filtered request with no cap, and takes the newest match
+(src/internal/find/get-artifact.ts, the same from 2.0.1 to 6.2.2)."""
 
 from __future__ import annotations
 
@@ -213,19 +216,25 @@ def download_artifact(model: Model, inst: Instance, inputs: dict[str, Any]) -> t
     version = pin(inputs["__uses"]).listing
     env = inputs["__env"]
     token, run_id = inputs.get("github-token"), inputs.get("run-id")
+    name, pattern = inputs.get("name"), inputs.get("pattern")
     if token and run_id:
         if inst.permissions.get("actions") not in {"read", "write"}:
             return _fail(model, inst, "listing another run's artifacts needs `actions: read` (403)")
-        candidates = listed(model, int(run_id), version, inst, env)
+        if name:  # one filtered request, never capped
+            model.artifact_requests += 1
+            candidates = [
+                a for a in model.artifacts if a.run_id == int(run_id) and a.expires > model.now
+            ]
+        else:
+            candidates = listed(model, int(run_id), version, inst, env)
     else:  # the runtime API: this attempt only
         candidates = [
             a
             for a in model.artifacts
             if a.run_id == run.id and a.attempt == run.attempt and a.expires > model.now
         ]
-    name, pattern = inputs.get("name"), inputs.get("pattern")
     if name:
-        chosen = [a for a in candidates if a.name == name]
+        chosen = [a for a in candidates if a.name == name][-1:]  # the newest of that name
         if not chosen:
             return _fail(model, inst, f"Artifact '{name}' not found")
     else:

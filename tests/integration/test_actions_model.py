@@ -14,7 +14,7 @@ from textwrap import dedent
 import pytest
 
 from tests.actions.farm import Farm
-from tests.actions.model import Model, RunStartError
+from tests.actions.model import Artifact, Model, RunStartError
 from tests.actions.scenario import SCALE, first_run
 from tests.actions.standins import standins
 from tests.actions.workflow import WorkflowError
@@ -110,6 +110,37 @@ def test_job_outputs_past_1_mb_as_utf16_fail_the_job(tmp_path: Path) -> None:
     model.run_until_idle()
     assert limits(model) == ["job outputs: plan: 1,200,006 bytes (UTF-16) > 1,048,576"]
     assert run.conclusion == "failure"
+
+
+def test_a_name_download_is_one_filtered_request_and_a_pattern_lists_the_run(
+    tmp_path: Path,
+) -> None:
+    """download-artifact's `name` asks `?name=` (getArtifactPublic): no listing, no cap, the
+    newest of that name; a `pattern` lists the run and stops at 1,000 unless raised."""
+    model = tiny(tmp_path, ci="""
+        on: push
+        permissions: {actions: read}
+        jobs:
+          get:
+            runs-on: ubuntu-24.04
+            steps:
+              - uses: actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c
+                with: {name: plan, path: got, github-token: "${{ github.token }}", run-id: "${{ github.run_id }}"}
+              - run: test "$(cat got/which)" = newest
+              - uses: actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c
+                with: {pattern: "w-*", path: all, github-token: "${{ github.token }}", run-id: "${{ github.run_id }}"}
+    """)  # fmt: skip
+    (run,) = model.push_branch("main", ["x"])
+    for n, name in enumerate([*(f"w-{i}" for i in range(1_200)), "plan", "plan"]):
+        files = tmp_path / "stored" / str(n)
+        files.mkdir(parents=True)
+        (files / "which").write_text("newest" if n == 1_201 else "older", encoding="utf-8")
+        model.artifacts.append(Artifact(name, run.id, 1, files, 6, model.now, model.now + 1440))
+    model.run_until_idle()
+    assert run.conclusion == "success"  # the name found the newest `plan` past the first 1,000
+    assert limits(model) == ["artifact listing: get: lists 1000 of the run's 1202 artifacts"]
+    # ?name= and its download; 10 pages of 100, and the 1,000 w-* listed, each downloaded
+    assert model.artifact_requests == 1 + 1 + 10 + 1_000
 
 
 def test_a_concurrency_group_holds_one_running_and_one_pending_run(tmp_path: Path) -> None:
