@@ -20,10 +20,12 @@ from packaging.specifiers import SpecifierSet
 
 from wheelfarm.builder.platforms import current
 from wheelfarm.core.errors import ConfigError, ToolchainError
+from wheelfarm.core.lock import exclusive
 from wheelfarm.core.proc import call
 from wheelfarm.matrix.load import requirement_problem
 
 PIP_INDEX = "pip"  # torch index value meaning "pip's own configuration (or a mirror) decides"
+ENV_LOCK_TIMEOUT = 1800.0  # seconds a second build waits for a torch env another is making
 
 
 def default_cache() -> Path:
@@ -58,8 +60,32 @@ def torch_env(
         [python, "-c", "import sys; print('%d%d' % sys.version_info[:2])"], capture=True
     ).strip()
     path = cache / "envs" / f"torch{torch}-{cuda}-cp{version}"
-    if (path / ".complete").is_file():
-        return TorchEnv(path, torch, cuda)
+    if not (path / ".complete").is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = path.with_name(f".{path.name}.lock")  # hidden: no glob of envs meets it
+
+        def cannot_open(exc: OSError) -> ToolchainError:
+            return ToolchainError(f"cannot open {str(lock)!r} ({exc.strerror}); fix --cache")
+
+        def busy(holder: str) -> ToolchainError:
+            return ToolchainError(
+                f"the torch environment {str(path)!r} is being made by another build ({holder}); "
+                f"waited {ENV_LOCK_TIMEOUT:g} s: let it finish, then run again"
+            )
+
+        # one maker at a time: a second build of the same env waits and then reuses it, instead
+        # of installing its own 5 GB copy beside the first and throwing it away
+        with exclusive(lock, ENV_LOCK_TIMEOUT, cannot_open=cannot_open, busy=busy):
+            if not (path / ".complete").is_file():
+                _make_torch_env(path, python=python, torch=torch, cuda=cuda, index=index, log=log)
+    return TorchEnv(path, torch, cuda)
+
+
+def _make_torch_env(
+    path: Path, *, python: str, torch: str, cuda: str, index: str, log: Path
+) -> None:
+    """Install torch==`torch` into a fresh venv beside `path`, check its CUDA, then rename it into
+    place: a crash leaves only a partial folder, never a `path` that looks complete."""
     partial = path.with_name(path.name + f".partial-{os.getpid()}")
     partial_python = current().venv_python(partial)
     shutil.rmtree(partial, ignore_errors=True)
@@ -92,11 +118,8 @@ def torch_env(
         )
         raise ToolchainError(msg)
     (partial / ".complete").write_text(json.dumps({"torch": report[0], "cuda": report[1]}))
-    if path.exists():  # another process won the race: use theirs
-        shutil.rmtree(partial, ignore_errors=True)
-    else:
-        partial.rename(path)
-    return TorchEnv(path, torch, cuda)
+    shutil.rmtree(path, ignore_errors=True)  # an incomplete folder an older wheelfarm left
+    partial.rename(path)
 
 
 def _constraint_files() -> list[str]:

@@ -47,6 +47,6 @@ bash scripts/typecheck.sh
 echo "== tests"
 # Two workers (pytest-xdist), each test file on one of them: a compile keeps both cores busy, but
 # much of the run is one core (the Actions model, pip and uv installs, the browser), which the
-# other worker's compile fills. Session fixtures (the demo build, the torch environment) are
-# made once per worker from the one cache; pass -n 0 to run in this process.
+# other worker's compile fills. The demo build and the torch environment are made once per run,
+# by the first worker that needs them, and shared; pass -n 0 to run in this process.
 exec python -m pytest -n "${WHEELFARM_TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -1,8 +1,10 @@
-"""Integration fixtures: real nvcc builds, real venvs, real pip/uv. Built once per session and
-shared; the torch environment lives in one cache per run ($WHEELFARM_CACHE)."""
+"""Integration fixtures: real nvcc builds, real venvs, real pip/uv. The demo build is made once
+per run and shared by the pytest-xdist workers; the torch environment lives in one cache per run
+($WHEELFARM_CACHE)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -60,15 +62,50 @@ class DemoBuild:
     torch_env: Path
 
 
+def run_folder(tmp: pytest.TempPathFactory) -> Path:
+    """The folder all of this run's pytest-xdist workers share (each worker's basetemp is
+    RUN/popen-gwN); without xdist, this session's basetemp."""
+    base = tmp.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def run_lock(folder: Path) -> Iterator[None]:
+    """Hold `folder`'s lock: one worker makes what the folder holds, the others wait for it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / ".lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
 def demo_build(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> DemoBuild:
-    """The in-repo demo extension built with nvcc for this machine (cu130, torch 2.14)."""
-    out = tmp_path_factory.mktemp("wheelhouse")
-    work = tmp_path_factory.mktemp("work")
-    result = wheelfarm("build", "--local", "--out", out, "--work", work, "--cache", cache_dir)
-    wheel = Path(result.stdout.strip().splitlines()[-1])
+    """The in-repo demo extension built with nvcc for this machine (cu130, torch 2.14), once per
+    run: the first worker to ask builds it (7 to 15 minutes cold), the others wait and share it
+    (tests only read it). A failed build fails every worker with its message, unbuilt again."""
+    folder = run_folder(tmp_path_factory) / "demo-build"
+    with run_lock(folder):
+        built, failed = folder / "built", folder / "failed"
+        if failed.is_file():
+            pytest.fail(failed.read_text(encoding="utf-8"))
+        if not built.is_file():
+            out, work = folder / "wheelhouse", folder / "work"
+            result = wheelfarm(
+                "build", "--local", "--out", out, "--work", work, "--cache", cache_dir, check=False
+            )
+            if result.returncode != 0:
+                failed.write_text(
+                    f"the demo build exited {result.returncode}:\n{result.stdout}\n"
+                    f"{result.stderr[-4000:]}",
+                    encoding="utf-8",
+                )
+                pytest.fail(failed.read_text(encoding="utf-8"))
+            built.write_text(result.stdout.strip().splitlines()[-1], encoding="utf-8")
+        wheel = Path(built.read_text(encoding="utf-8"))
     record = json.loads(wheel.with_name(wheel.name + ".build.json").read_text())
-    envs = sorted((cache_dir / "envs").glob("torch2.14.*-cu130-cp*"))
+    envs = sorted(
+        p for p in (cache_dir / "envs").glob("torch2.14.*-cu130-cp*") if (p / ".complete").is_file()
+    )
     return DemoBuild(wheel, record, envs[-1])
 
 

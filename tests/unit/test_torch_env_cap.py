@@ -86,3 +86,56 @@ def test_local_builds_default_to_the_newest_torch_the_cap_allows(
     assert choose_target(matrix, expansion, index).build.torch == "2.15.0"
     with pytest.raises(PlanError, match=r"2\.15\.0 is cu132\): pass --torch-index https://"):
         choose_target(matrix, expansion, dataclasses.replace(query, torch="2.15"))
+
+
+def test_a_second_build_waits_for_the_env_another_is_making_and_reuses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two builds of one torch env: the second waits on the env's lock and takes the first's
+    env (one install, not two 5 GB copies); one that waits past its bound names the holder."""
+    import functools
+    import socket
+    import threading
+
+    from wheelfarm.core.errors import ToolchainError
+
+    installs: list[str] = []
+    entered, release = threading.Event(), threading.Event()
+
+    def call(argv: Sequence[object], **_: object) -> str:
+        args = [str(a) for a in argv]
+        if "venv" in args:
+            Path(args[-1]).mkdir(parents=True)
+        if "install" in args and "torch==2.14.1" in args:
+            installs.append(args[0])
+            entered.set()
+            release.wait(10)
+        if args[-1].startswith("import json, torch"):
+            return json.dumps(["2.14.1+cu130", "13.0"])
+        return "311"
+
+    monkeypatch.setattr(envs, "call", call)
+    make = functools.partial(envs.torch_env, tmp_path, python="python3", torch="2.14.1",
+                             cuda="cu130", index=envs.PIP_INDEX, log=tmp_path / "log")  # fmt: skip
+    made: list[Path] = []
+    first = threading.Thread(target=lambda: made.append(make().path))
+    first.start()
+    assert entered.wait(10)
+    monkeypatch.setattr(envs, "ENV_LOCK_TIMEOUT", 0.3)
+    with pytest.raises(ToolchainError) as caught:
+        make()
+    (line,) = str(caught.value).splitlines()
+    assert f"held by pid {os.getpid()} on {socket.gethostname()}" in line
+    assert "torch2.14.1-cu130-cp311" in line and "waited 0.3 s" in line
+    monkeypatch.setattr(envs, "ENV_LOCK_TIMEOUT", 10.0)
+    second = threading.Thread(target=lambda: made.append(make().path))
+    second.start()
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert made == [tmp_path / "envs" / "torch2.14.1-cu130-cp311"] * 2
+    assert len(installs) == 1
+    assert sorted(p.name for p in (tmp_path / "envs").iterdir()) == [
+        ".torch2.14.1-cu130-cp311.lock",
+        "torch2.14.1-cu130-cp311",
+    ]
