@@ -48,5 +48,6 @@ echo "== tests"
 # Two workers (pytest-xdist), each test file on one of them: a compile keeps both cores busy, but
 # much of the run is one core (the Actions model, pip and uv installs, the browser), which the
 # other worker's compile fills. The demo build and the torch environment are made once per run,
-# by the first worker that needs them, and shared; pass -n 0 to run in this process.
-exec python -m pytest -n "${WHEELFARM_TEST_WORKERS:-2}" --dist loadfile "$@"
+# by the first worker that needs them, and shared; the files with the long real builds go first
+# (tests/conftest.py). Pass -n 0 to run in this process.
+exec python -m pytest -n "${WHEELFARM_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"

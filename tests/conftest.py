@@ -1,6 +1,10 @@
 """Opt-in markers: `slow` (a real upstream build, minutes) runs only with --run-slow (CI passes
 it); `compiling_benchmark` (a benchmark's smoke run that compiles the demo cold, 5 to 15 minutes)
-only with --run-benchmarks, which CI leaves out to keep its run under 40 minutes."""
+only with --run-benchmarks, which CI leaves out to keep its run under 40 minutes.
+
+Files holding a `slow` test run first (scripts/test.sh passes --no-loadscope-reorder, which keeps
+this order): each is one long build, and pytest-xdist would otherwise hand the file with the
+fewest tests out last, where its 20 minutes would be the run's tail."""
 
 from __future__ import annotations
 
@@ -27,3 +31,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if marker in item.keywords:
                 item.add_marker(skip)
+    slow_files = {item.path for item in items if "slow" in item.keywords}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: files stay in order

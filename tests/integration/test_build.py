@@ -116,29 +116,6 @@ def test_verify_fails_a_renamed_wheel(demo_build: DemoBuild, tmp_path: Path) -> 
     assert "file name: version 0.1.0+cu130torch2.13, expected 0.1.0+cu130torch2.14" in result.stderr
 
 
-@pytest.mark.slow
-def test_causal_conv1d_builds_repairs_and_verifies(tmp_path: Path, cache_dir: Path) -> None:
-    """Upstream causal-conv1d 1.7.0 sdist (sha256-checked, arch patch applied), sm_90 only."""
-    result = wheelfarm(
-        "build",
-        "--local",
-        "--package",
-        "causal-conv1d",
-        "--archs",
-        "9.0",
-        "--out",
-        tmp_path / "out",
-        "--work",
-        tmp_path / "work",
-        "--cache",
-        cache_dir,
-    )
-    wheel = Path(result.stdout.strip().splitlines()[-1])
-    cp = f"cp{sys.version_info[0]}{sys.version_info[1]}"
-    assert wheel.name.startswith(f"causal_conv1d-1.7.0+cu130torch2.14-{cp}-{cp}-manylinux_")
-    assert "[7/8] verify done" in result.stderr
-
-
 def test_a_wheel_that_fails_verify_never_reaches_the_wheelhouse(
     tmp_path: Path, cache_dir: Path
 ) -> None:
