@@ -53,14 +53,16 @@ class Row(NamedTuple):
 @dataclass
 class Seen:
     """One torch minor as the index shows it: its newest patch that is not yanked, the CUDA
-    builds of that patch per platform, the CPython minors it has wheels for, and the
-    free-threaded ones (reported, not planned)."""
+    builds of that patch per platform, the CPython minors it has wheels for, the
+    free-threaded ones (reported, not planned) and, from a default-variant index, the CUDA its
+    plain wheel pins per platform (torch.yaml's `pypi`, which `build --local` reads)."""
 
     version: Version
     builds: dict[str, set[str]] = field(default_factory=dict)
     pythons: set[str] = field(default_factory=set)
     yanked: set[Version] = field(default_factory=set)
     free_threaded: set[str] = field(default_factory=set)
+    pypi: dict[str, str] = field(default_factory=dict)
 
 
 def _python(interpreter: str, abi: str, newest: Version | None) -> tuple[str, bool] | None:
@@ -177,6 +179,7 @@ def merge(*views: dict[str, Seen]) -> dict[str, Seen]:
                     set(entry.pythons),
                     set(entry.yanked) | (have.yanked if have else set()),
                     set(entry.free_threaded),
+                    dict(entry.pypi),
                 )
             elif entry.version == have.version:
                 for cuda, plats in entry.builds.items():
@@ -184,6 +187,7 @@ def merge(*views: dict[str, Seen]) -> dict[str, Seen]:
                 have.pythons |= entry.pythons
                 have.yanked |= entry.yanked
                 have.free_threaded |= entry.free_threaded
+                have.pypi.update(entry.pypi)
             else:
                 have.yanked |= entry.yanked
     return out
@@ -227,6 +231,14 @@ def _builds(builds: dict[str, set[str]], order: list[str]) -> CommentedMap:
 def _python_range(pythons: set[str]) -> CommentedSeq:
     ordered = sorted(pythons, key=Version)
     return _flow([DoubleQuotedScalarString(ordered[0]), DoubleQuotedScalarString(ordered[-1])])
+
+
+def _pins(pypi: dict[str, str], builds: dict[str, set[str]], platforms: list[str]) -> CommentedMap:
+    """The `pypi` map of a release: each platform's PyPI CUDA where that build is planned
+    (validate refuses a pin to a build the release lacks), in torch.yaml's platform order."""
+    out = CommentedMap((p, pypi[p]) for p in platforms if p in builds.get(pypi.get(p, ""), ()))
+    out.fa.set_flow_style()
+    return out
 
 
 def _usable(
@@ -280,11 +292,15 @@ def propose(
             release["torch"] = DoubleQuotedScalarString(str(entry.version))
             release["python"] = _python_range(entry.pythons)
             release["builds"] = _builds(builds, platforms)
+            pins = _pins(entry.pypi, builds, platforms)
+            if pins:
+                release["pypi"] = pins
             releases.append(release)
+            on_pypi = f"; PyPI's wheel {_said(pins)}" if pins else ""
             proposal.changes.append(
                 f"torch {entry.version}: new release ({', '.join(sorted(builds, key=cuda_version))}"
-                f"; Python {min(entry.pythons, key=Version)}-{max(entry.pythons, key=Version)}: "
-                f"check its release notes for a new C++ standard or CUDA floor)"
+                f"; Python {min(entry.pythons, key=Version)}-{max(entry.pythons, key=Version)}"
+                f"{on_pypi}: check its release notes for a new C++ standard or CUDA floor)"
             )
             continue
         _update(release, entry, builds, platforms, proposal)
@@ -292,6 +308,10 @@ def propose(
     yaml.dump(data, out)
     proposal.text = out.getvalue()
     return proposal
+
+
+def _said(pins: dict[str, str]) -> str:
+    return ", ".join(f"{cuda} on {platform}" for platform, cuda in pins.items())
 
 
 def _update(
@@ -313,6 +333,11 @@ def _update(
         added = sorted(f"{c} {p}" for c in merged for p in merged[c] - old.get(c, set()))
         release["builds"] = _builds(merged, platforms)
         proposal.changes.append(f"torch {entry.version}: new builds {', '.join(added)}")
+    old_pins = dict(release.get("pypi", {}))
+    pins = _pins({**old_pins, **entry.pypi}, merged, platforms)
+    if pins and pins != old_pins:
+        release["pypi"] = pins
+        proposal.changes.append(f"torch {entry.version}: PyPI's wheel {_said(pins)}")
     low, high = (Version(str(v)) for v in release["python"])
     pythons = {str(low), str(high), *entry.pythons}
     if min(map(Version, pythons)) < low or max(map(Version, pythons)) > high:

@@ -148,6 +148,42 @@ def _probe(items: list[tuple[Row, IndexFile]], platform: str) -> IndexFile | Non
     return max(rows, key=lambda rf: Version(rf[0].python))[1] if rows else None
 
 
+def _platform_cuda(
+    session: requests.Session,
+    page: str,
+    version: Version,
+    items: list[tuple[Row, IndexFile]],
+    platform: str,
+    out: DefaultVariant,
+    deadline: Deadline,
+) -> str | None:
+    """The CUDA tag one platform's default wheel pins, read from its METADATA; None for a CPU
+    wheel or one not read (each said in `out`'s facts or unread)."""
+    probe = _probe(items, platform)
+    if probe is None:
+        return None
+    doing = f"METADATA of {probe.filename}"
+    try:
+        metadata, how = wheel_metadata(session, probe, deadline=deadline)
+    except DeadlineError:
+        raise
+    except NetworkError as exc:
+        out.unread.append(f"torch {version} {platform}: its CUDA was not read ({exc})")
+        return None
+    pin = cuda_pin(metadata, platform)
+    if pin is None:
+        out.cpu_only.setdefault(version, []).append(platform)
+        out.facts.append(
+            f"torch {version} {platform}: the wheel pins no CUDA (a CPU build) "
+            f"[{page}: {doing}, {how}]"
+        )
+        return None
+    out.facts.append(
+        f"torch {version} {platform}: default CUDA {pin[0]} ({pin[1]}) [{page}: {doing}, {how}]"
+    )
+    return pin[0]
+
+
 def default_variant(
     pypi: str, current: dict[str, Version], newest_python: str, deadline: Deadline
 ) -> DefaultVariant:
@@ -173,33 +209,14 @@ def default_variant(
             items = by_version[version]
             out.facts += _describe(version, items, page)
             for platform in sorted({r.platform for r, _ in items}):
-                probe = _probe(items, platform)
-                if probe is None:
-                    continue
-                doing = f"METADATA of {probe.filename}"
-                try:
-                    metadata, how = wheel_metadata(session, probe, deadline=deadline)
-                except DeadlineError:
-                    raise
-                except NetworkError as exc:
-                    out.unread.append(f"torch {version} {platform}: its CUDA was not read ({exc})")
-                    continue
-                pin = cuda_pin(metadata, platform)
-                if pin is None:
-                    out.cpu_only.setdefault(version, []).append(platform)
-                    out.facts.append(
-                        f"torch {version} {platform}: the wheel pins no CUDA (a CPU build) "
-                        f"[{page}: {doing}, {how}]"
-                    )
-                    continue
-                out.facts.append(
-                    f"torch {version} {platform}: default CUDA {pin[0]} ({pin[1]}) "
-                    f"[{page}: {doing}, {how}]"
-                )
-                proven += [
-                    (r._replace(cuda=pin[0]), False) for r, _ in items if r.platform == platform
-                ]
+                cuda = _platform_cuda(session, page, version, items, platform, out, deadline)
+                if cuda is not None:
+                    proven += [
+                        (r._replace(cuda=cuda), False) for r, _ in items if r.platform == platform
+                    ]
     out.seen = observe_rows(proven)
+    for entry in out.seen.values():  # torch.yaml's `pypi`: the CUDA PyPI's wheel is built for
+        entry.pypi = {r.platform: str(r.cuda) for r, _ in proven if r.version == entry.version}
     return out
 
 

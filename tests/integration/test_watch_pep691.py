@@ -171,6 +171,7 @@ def test_pypi_alone_proposes_what_it_proves_and_names_the_rest(farm: Path) -> No
     assert '+  - torch: "2.15.0"' in out and '+    python: ["3.11", "3.15"]' in out
     assert "2.99" not in out and "3.99" not in out and "3_12" not in out
     assert release(farm, "2.15")["builds"] == {"cu132": ["linux_x86_64", "linux_aarch64"]}
+    assert release(farm, "2.15")["pypi"] == {"linux_x86_64": "cu132", "linux_aarch64": "cu132"}
     source = f"[{url}torch/"
     assert f"torch 2.15.0: uploaded 2026-10-28T15:17:47Z; Requires-Python >=3.11 {source}]" in err
     assert (

@@ -4,14 +4,19 @@ merged, and the loopback rule for plain http."""
 
 from __future__ import annotations
 
+import io
+from unittest import mock
+
 import pytest
+import requests
 from hypothesis import given
 from hypothesis import strategies as st
 from packaging.version import Version
 
 from tests.roots import REPO
-from wheelfarm.core.errors import UsageError
-from wheelfarm.core.simple import parse_html, parse_json
+from wheelfarm.core import simple
+from wheelfarm.core.errors import NetworkError, UsageError
+from wheelfarm.core.simple import JSON, parse_html, parse_json
 from wheelfarm.matrix.watch import (
     Row,
     Seen,
@@ -208,6 +213,69 @@ def test_only_minors_past_the_grid_are_added() -> None:
     assert proposal.text.endswith(
         '  - torch: "2.15.0"\n    python: ["3.11", "3.15"]\n    builds: {cu132: [linux_x86_64]}\n'
     )
+
+
+def test_the_cuda_pypi_pins_is_proposed_as_pypi_where_it_is_planned() -> None:
+    """build --local reads `pypi` to pick a torch whose PyPI wheel fits: a proposed release
+    carries it, except for a build the farm cannot plan (validate would refuse the pin)."""
+    seen = {
+        "2.15": Seen(
+            Version("2.15.0"),
+            {"cu132": {"linux_x86_64", "linux_aarch64"}, "cu134": {"win_amd64"}},
+            {"3.11", "3.15"},
+            pypi={"linux_aarch64": "cu132", "linux_x86_64": "cu132", "win_amd64": "cu134"},
+        )
+    }
+    proposal = propose(old_grid(), seen, arch=ARCH, toolkits=TOOLKITS)
+    assert proposal.text.endswith(
+        "    builds: {cu132: [linux_x86_64, linux_aarch64]}\n"
+        "    pypi: {linux_x86_64: cu132, linux_aarch64: cu132}\n"
+    )
+    assert "PyPI's wheel cu132 on linux_x86_64, cu132 on linux_aarch64" in proposal.changes[0]
+
+
+def test_a_new_patch_adds_the_pins_the_release_lacks_and_keeps_the_rest() -> None:
+    text = old_grid() + (
+        '  - torch: "2.15.0"\n    python: ["3.11", "3.15"]\n'
+        "    builds: {cu132: [linux_x86_64, linux_aarch64]}\n    pypi: {linux_x86_64: cu132}\n"
+    )
+    seen = {
+        "2.15": Seen(
+            Version("2.15.1"),
+            {"cu132": {"linux_x86_64", "linux_aarch64"}},
+            {"3.11", "3.15"},
+            pypi={"linux_aarch64": "cu132"},
+        )
+    }
+    proposal = propose(text, seen, arch=ARCH, toolkits=TOOLKITS)
+    assert "    pypi: {linux_x86_64: cu132, linux_aarch64: cu132}\n" in proposal.text
+    assert "torch 2.15.1: PyPI's wheel cu132 on linux_x86_64, cu132 on linux_aarch64" in (
+        proposal.changes
+    )
+    again = propose(proposal.text, seen, arch=ARCH, toolkits=TOOLKITS)
+    assert not again.changed  # the pins once written are no change
+
+
+@pytest.mark.parametrize(
+    ("kind", "body"),
+    [
+        (JSON, b'{"files": [' + b'{"filename": "x", "url": "y"},' * 200 + b"{}]}"),
+        ("text/html", b'<a href="torch-2.15.0-cp312-cp312-win_amd64.whl">x</a>' * 200),
+    ],
+)
+def test_an_index_page_past_its_size_limit_is_one_network_error(
+    monkeypatch: pytest.MonkeyPatch, kind: str, body: bytes
+) -> None:
+    """Both forms are read under the same byte cap (64 MiB for real; 4 KiB here)."""
+    monkeypatch.setattr(simple, "MAX_PAGE_BYTES", 4096)
+    response = requests.Response()
+    response.status_code, response.url = 200, "https://x.invalid/simple/torch/"
+    response.headers["Content-Type"] = kind
+    response.raw = io.BytesIO(body)
+    session = mock.Mock(spec=requests.Session)
+    session.request.return_value = response
+    with pytest.raises(NetworkError, match=r"x\.invalid/simple/torch/: .*over 4,096 bytes"):
+        simple.project_files(session, "https://x.invalid/simple/torch/")
 
 
 @pytest.mark.parametrize(
