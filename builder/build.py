@@ -221,16 +221,16 @@ def check_import(
     `farm_requires` from `farm_source`, and import its modules (after torch, which loads the
     libraries a torch extension needs). A wheel that links the GPU driver imports against a
     stub where this machine has none (driver.py)."""
+    bad = [m for m in imports if module_problem(m)]
+    if bad:  # before any venv is made or program run: the names are data from a package file
+        raise ConfigError(
+            [f"import: {bad[0]!r} is not a dotted module name: fix the package's import list"]
+        )
     py = envs.overlay(torch_env, venv, python=python, log=log)
     env = {
         **os.environ,
         **driver.import_env(wheel, venv.with_name(f"{venv.name}-driver"), os.environ, log),
     }
-    bad = [m for m in imports if module_problem(m)]
-    if bad:
-        raise ConfigError(
-            [f"import: {bad[0]!r} is not a dotted module name: fix the package's import list"]
-        )
     if requires:
         envs.install_requirements(py, requires, log=log)
     for required in farm:

@@ -104,10 +104,10 @@ def test_the_import_check_passes_names_as_arguments_to_a_fixed_program(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     calls: list[list[object]] = []
-    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
+    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: calls.append(["venv", dest]))
     monkeypatch.setattr(envs, "pip_install", lambda py, *args, **k: calls.append(list(args)))
     monkeypatch.setattr(build, "call", lambda cmd, **k: calls.append(cmd))
-    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})
+    monkeypatch.setattr(build.driver, "import_env", lambda *a: calls.append(["driver"]) or {})
     wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
     with pytest.raises(ConfigError, match=r"'os; open\(\"PWNED\".*not a dotted module name"):
         build.check_import(
