@@ -1,7 +1,8 @@
 """Hostile network answers, without sockets (issue 23, its network rows): bodies past their cap,
 a server dripping bytes past the command's deadline, a Retry-After of an hour, a `next` link to
 another host or back to itself, asset URLs off the API host, a bare 403/429, the shared
-X-RateLimit-* budget, and API asset objects of every shape (hypothesis)."""
+X-RateLimit-* budget, API bodies nested 100k deep, and API asset objects and release records
+files (records-*.json) of every shape (hypothesis)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.synthetic import sample_record
 from wheelfarm.core.errors import NetworkError, UsageError, WheelfarmError
 from wheelfarm.core.http import Deadline, DeadlineError, make_session, read, send
 from wheelfarm.github import client as client_module
@@ -30,6 +32,8 @@ from wheelfarm.github.client import (
 from wheelfarm.github.publish import PublishReport, asset_sha256, expected_build_ids
 from wheelfarm.github.pulls import open_or_update
 from wheelfarm.github.releases import ReleasesSource
+from wheelfarm.index.catalog import Catalog
+from wheelfarm.index.entries import ARCH
 
 API = "https://api.example"
 WHEEL = "demo_pkg-1.0+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl"
@@ -186,6 +190,20 @@ def test_a_next_link_to_itself_stops_after_one_page() -> None:
     with pytest.raises(NetworkError, match="points back to a page already read"):
         list(github(session).paginate(first))
     assert len(session.seen) == 1
+
+
+@pytest.mark.parametrize("opener", [b"[", b'{"a":'], ids=["arrays", "objects"])
+def test_an_api_body_nested_100k_deep_is_one_line(opener: bytes) -> None:
+    first = f"{API}/repos/octo/farm/releases?per_page=100"
+    closer = b"]" if opener == b"[" else b"}"
+    deep = b"[" + opener * 100_000 + b"1" + closer * 100_000 + b"]"
+    session = Script({first: answer(body=deep), f"{API}/x": answer(body=deep[1:-1])})
+    client = github(session)
+    with pytest.raises(NetworkError, match=r"no usable JSON: GET .*nested 10000\d deep") as caught:
+        list(client.paginate(first))
+    assert "\n" not in str(caught.value)
+    with pytest.raises(NetworkError, match=r"GET https://api\.example/x: JSON nested 10000\d deep"):
+        client.json("GET", f"{API}/x")
 
 
 def test_a_listing_stops_at_the_page_cap(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -397,6 +415,72 @@ def test_any_asset_listing_gives_entries_with_https_links_or_one_line_errors(
         assert len(entry.sha256) == 64 and int(entry.sha256, 16) >= 0
 
 
+PUBLISHED = sample_record().published().to_object()
+ARCHS = st.one_of(
+    st.sampled_from(["sm_90", "sm_90a", "sm_100f", "sm_90<img src=x>", "../../etc", "compute_90"]),
+    st.text(max_size=8),
+)
+RECORD_OBJECTS = st.fixed_dictionaries(
+    {
+        "archs_found": st.dictionaries(
+            st.text(max_size=5),
+            st.fixed_dictionaries(
+                {
+                    "cubins": st.lists(ARCHS | st.sampled_from([None, 90]), max_size=3),
+                    "ptx": st.lists(ARCHS, max_size=2),
+                }
+            ),
+            max_size=2,
+        )
+    }
+).map(lambda v: {**PUBLISHED, **v})
+RECORDS_FILES = st.one_of(
+    st.fixed_dictionaries({WHEEL: RECORD_OBJECTS}).map(lambda d: json.dumps(d).encode()),
+    st.dictionaries(
+        st.sampled_from([WHEEL, "other.whl", ""]),
+        RECORD_OBJECTS | st.none() | st.integers() | st.text(max_size=5),
+        max_size=3,
+    ).map(lambda d: json.dumps(d).encode()),
+    st.lists(RECORD_OBJECTS, max_size=2).map(lambda v: json.dumps(v).encode()),
+    st.binary(max_size=40),
+    st.just(b"[" * 100_000 + b"]" * 100_000),
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(RECORDS_FILES)
+def test_any_records_file_lists_its_wheel_with_shaped_archs_or_refuses_it(body: bytes) -> None:
+    """A release's records-*.json of any shape: its wheel is listed with archs of their shape
+    (or none, the records file skipped with a warning), or refused with its reason; never an
+    error for the rest of the index."""
+    wheel = {
+        "id": 2,
+        "name": WHEEL,
+        "size": 10,
+        "state": "uploaded",
+        "url": f"{API}/repos/octo/farm/releases/assets/2",
+        "browser_download_url": "https://github.com/octo/farm/releases/download/t/" + WHEEL,
+        "digest": "sha256:" + "b" * 64,
+    }
+    records = {
+        **wheel,
+        "id": 9,
+        "name": "records-1.json",
+        "size": len(body),
+        "url": f"{API}/repos/octo/farm/releases/assets/9",
+        "browser_download_url": "https://github.com/octo/farm/releases/download/t/records-1.json",
+        "digest": None,
+    }
+    source, session = source_for([wheel, records])
+    session.table[records["url"]] = answer(body=body)
+    with Catalog(source.entries(None, {})) as catalog:
+        listed = list(catalog)
+        refused = [name for names in catalog.refused.values() for name in names]
+    assert len(listed) + len(refused) == 1
+    for entry in listed:
+        assert all(ARCH.fullmatch(a) for a in entry.sass + entry.ptx)
+
+
 @pytest.mark.parametrize("name", ["notes.whl", "démo-1.0-py3-none-any.whl"])
 def test_a_stray_wheel_named_asset_is_skipped_with_a_warning(
     name: str, caplog: pytest.LogCaptureFixture
@@ -416,6 +500,29 @@ def test_a_stray_wheel_named_asset_is_skipped_with_a_warning(
         ids = source.build_ids()
     assert ids == {"demo-pkg-1.0-cu130torch2.14-cp312-linux_x86_64"}
     assert repr(name) in caplog.text and "skipped" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "link",
+    ["javascript:alert(1)//x.whl", "http://evil.example/x.whl", "data:text/html,<script>", 7],
+)
+def test_an_asset_whose_download_url_is_not_https_is_skipped_with_a_warning(
+    link: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    asset = {
+        "id": 2,
+        "name": WHEEL,
+        "size": 10,
+        "state": "uploaded",
+        "url": f"{API}/repos/octo/farm/releases/assets/2",
+        "browser_download_url": link,
+        "digest": "sha256:" + "b" * 64,
+    }
+    source, _ = source_for([asset])
+    with caplog.at_level(logging.WARNING):
+        assert source.entries(None, {}) == []
+    assert f"asset {WHEEL!r} skipped: its " in caplog.text
+    assert "URL" in caplog.text or "browser_download_url" in caplog.text
 
 
 def test_a_draft_release_is_not_read() -> None:
