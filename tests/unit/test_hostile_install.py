@@ -1,12 +1,14 @@
 """Issue 23's install-helper and doctor rows, in process (no sockets here:
 tests/integration/test_hostile_install.py serves the slow and redirecting servers): a sha256 that
 carries options, a version without the farm's label, a redirect to plain http elsewhere, JSON
-nested 100k deep, an oversized packages.json, and a read that outlasts --timeout. Each is one line
-on stderr with a non-zero exit, and nothing printed to stdout that a shell or pip would run."""
+nested 100k deep, an oversized packages.json (a file, or a body over http), and a read that
+outlasts --timeout. Each is one line on stderr with a non-zero exit, and nothing printed to
+stdout that a shell or pip would run."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import ipaddress
 import re
 import threading
@@ -16,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from hypothesis import given
 from hypothesis import strategies as st
 
 from wheelfarm import doctor
-from wheelfarm.core.errors import SiteError
+from wheelfarm.core.errors import NetworkError, SiteError
 from wheelfarm.scripts import wheelfarm_install as helper
 
 from .test_install_helper import SHA, entry, machine, run
@@ -185,6 +188,25 @@ def test_an_oversized_packages_json_is_refused_unread(
     assert "is larger than 100 bytes" in err
     with pytest.raises(SiteError, match="larger than 100 bytes"):
         doctor._index_wheels(str(tmp_path) + "/", None)
+
+
+def test_an_oversized_packages_json_over_http_is_cut_at_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """doctor --index reads a server's packages.json through core.http's capped read: a body
+    past MAX_INDEX_BYTES is refused as it streams in, not held whole and then parsed."""
+
+    class Session:
+        def request(self, method: str, url: str, **_: object) -> requests.Response:
+            response = requests.Response()
+            response.status_code, response.url = 200, url
+            response.raw = io.BytesIO(b" " * 5000)
+            return response
+
+    monkeypatch.setattr(doctor, "MAX_INDEX_BYTES", 100)
+    monkeypatch.setattr(doctor, "make_session", Session)
+    with pytest.raises(NetworkError, match=r"packages\.json: the answer is over 100 bytes"):
+        doctor._index_wheels("https://farm.example/", None)
 
 
 class _Dripping:
