@@ -136,9 +136,13 @@ def test_an_api_that_answers_for_every_tag_is_bounded(tmp_path: Path) -> None:
 
 
 # --- bounded reading ---------------------------------------------------------------------------
-def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_timeout(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["index", "publish"])
+def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_timeout(
+    tmp_path: Path, command: str
+) -> None:
     """A byte every 0.5 s (each read is quick, so the per-request timeout never fires): the
-    command's --timeout stops it, exit 9, naming the option."""
+    command's --timeout stops it, exit 9, naming the option. publish, which asks for its
+    release first, stops the same way, with nothing uploaded."""
 
     def drip(handler: http.server.BaseHTTPRequestHandler) -> None:
         handler.send_response(200)
@@ -150,13 +154,21 @@ def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_timeout(tmp_path: Pa
             handler.wfile.flush()
             time.sleep(0.5)
 
+    if command == "publish":
+        _farm_wheels(tmp_path / "dist", 1)
     with serve(drip) as base:
+        args = {
+            "index": ("--github", "octo/farm", "--api", base, "--out", tmp_path / "site"),
+            "publish": (tmp_path / "dist", "--repo", "octo/farm", "--api", base,
+                        "--uploads", f"{base}/uploads"),
+        }[command]  # fmt: skip
         started = time.monotonic()
-        result = wheelfarm("index", "--github", "octo/farm", "--api", base, "--out",
-                           tmp_path / "site", "--timeout", "3", check=False)  # fmt: skip
+        result = wheelfarm(command, *args, "--timeout", "3", check=False,
+                           env={**os.environ, "GITHUB_TOKEN": "t"})  # fmt: skip
         took = time.monotonic() - started
     assert result.returncode == 9, result.stderr
     assert "overall time limit (--timeout 3s)" in result.stderr
+    assert "Traceback" not in result.stderr
     assert took < 12
 
 
