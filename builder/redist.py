@@ -21,7 +21,7 @@ from typing import Any
 from wheelfarm.core import jsonread
 from wheelfarm.core.archive import unsafe_reason
 from wheelfarm.core.errors import ToolchainError
-from wheelfarm.core.http import download, make_session, request, sha256_file
+from wheelfarm.core.http import Deadline, download, make_session, request, sha256_file
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import Toolkit, ToolkitTable, load_facts
 
@@ -29,17 +29,19 @@ logger = logging.getLogger(__name__)
 COMPLETE = ".wheelfarm-toolkit.json"  # written last: a toolkit folder without it is partial
 
 
-def _manifest(table: ToolkitTable, tk: Toolkit, downloads: Path) -> dict[str, Any]:
+def _manifest(
+    table: ToolkitTable, tk: Toolkit, downloads: Path, deadline: Deadline | None
+) -> dict[str, Any]:
     """The release's manifest: checked against its pinned sha256, or (none published yet)
     fetched over HTTPS with its digest logged so it can be pinned."""
     url = table.manifest_url(tk)
     path = downloads / url.rsplit("/", 1)[1]
     if tk.manifest_sha256:
-        download(url, path, tk.manifest_sha256)
+        download(url, path, tk.manifest_sha256, deadline=deadline)
     else:
         with make_session() as session:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(request(session, "GET", url).content)
+            path.write_bytes(request(session, "GET", url, deadline=deadline).content)
         logger.warning(
             "toolkits.yaml pins no manifest_sha256 for %s; %s has sha256 %s: pin it",
             tk.tag,
@@ -131,15 +133,23 @@ def _nvidia_layout(home: Path, redist_platform: str) -> None:
             (target / name).symlink_to(Path("..", "..", name))
 
 
-def install_toolkit(root: FarmRoot, cuda: str, platform: str, dest: Path, downloads: Path) -> Path:
+def install_toolkit(
+    root: FarmRoot,
+    cuda: str,
+    platform: str,
+    dest: Path,
+    downloads: Path,
+    deadline: Deadline | None = None,
+) -> Path:
     """CUDA_HOME of the toolkit toolkits.yaml names for `cuda`, installed under `dest` (reused
-    when already complete)."""
+    when already complete). `deadline` bounds the whole download: a mirror that sends a byte
+    every few seconds never trips the per-request timeout."""
     table = load_facts(root).toolkits
     tk = table.get(cuda)
     home = dest / f"cuda-{tk.version}"
     if (home / COMPLETE).is_file():
         return home
-    manifest = _manifest(table, tk, downloads)
+    manifest = _manifest(table, tk, downloads, deadline)
     redist_platform = table.redist_platforms[platform]
     partial = dest / f"cuda-{tk.version}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
@@ -149,7 +159,7 @@ def install_toolkit(root: FarmRoot, cuda: str, platform: str, dest: Path, downlo
         relative = entry["relative_path"]
         logger.info("CUDA %s: %s", tk.version, relative)
         url, sha256 = table.redist + relative, entry["sha256"]
-        archive = download(url, downloads / Path(relative).name, sha256)
+        archive = download(url, downloads / Path(relative).name, sha256, deadline=deadline)
         _merge(_unpack(archive, partial.with_name(partial.name + "-scratch")), partial)
         versions[component] = manifest[component].get("version", "?")
     shutil.rmtree(partial.with_name(partial.name + "-scratch"), ignore_errors=True)

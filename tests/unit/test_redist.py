@@ -19,6 +19,7 @@ import pytest
 from tests.roots import REPO
 from wheelfarm.builder import redist
 from wheelfarm.core.errors import NetworkError, ToolchainError
+from wheelfarm.core.http import Deadline
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import load_facts
 
@@ -49,6 +50,7 @@ class Mirror:
         self.folder, self.platform, self.root = folder, platform, root
         self.manifest: dict[str, object] = {"release_label": str(CU130.version)}
         self.fetched: list[str] = []
+        self.deadlines: list[Deadline | None] = []
         for component in COMPONENTS:
             self.add(component, {f"include/{component}.h": b"", "LICENSE": component.encode()})
 
@@ -82,8 +84,11 @@ class Mirror:
         path.write_text(re.sub(r"^  cu130:.*$", line, path.read_text(), flags=re.MULTILINE))
         return self.root
 
-    def download(self, url: str, dest: Path, sha256: str) -> Path:
+    def download(
+        self, url: str, dest: Path, sha256: str, *, deadline: Deadline | None = None
+    ) -> Path:
         self.fetched.append(url)
+        self.deadlines.append(deadline)
         source = self.folder / url.removeprefix(TABLE.redist)
         if hashlib.sha256(source.read_bytes()).hexdigest() != sha256:
             msg = f"sha256 mismatch for {url}"
@@ -132,6 +137,30 @@ def test_linux_toolkit_merges_into_nvidia_layout(
         == home
     )
     assert len(m.fetched) == fetched  # a complete toolkit is reused: nothing fetched again
+
+
+def test_install_cuda_bounds_every_download_by_its_timeout(
+    mirror: Callable[[str], Mirror], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """install-cuda is a network command: its --timeout (default 3600 s) is one Deadline that
+    the manifest and every archive download share, so a mirror dripping bytes cannot hold a CI
+    job for hours."""
+    from wheelfarm.cli import main
+
+    m = mirror("linux-x86_64")
+    root = m.pin()
+    argv = ["install-cuda", "cu130", "--platform", "linux_x86_64", "--root", str(root.path)]
+    argv += ["--dest", str(tmp_path / "tk"), "--cache", str(tmp_path / "cache")]
+    assert main([*argv, "--timeout", "5"]) == 0
+    assert capsys.readouterr().out.strip().endswith("cuda-13.0.2")
+    assert len(m.deadlines) == len(COMPONENTS) + 1  # the manifest, then each archive
+    (deadline,) = set(m.deadlines)
+    assert deadline is not None and (deadline.seconds, deadline.what) == (5, "--timeout")
+    shutil.rmtree(tmp_path / "tk")
+    m.deadlines.clear()
+    assert main(argv) == 0
+    assert {d.seconds for d in m.deadlines if d is not None} == {3600}
+    assert None not in m.deadlines
 
 
 def test_windows_toolkit_from_zips_gets_no_linux_links(

@@ -20,13 +20,17 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--platform", default=host_platform(), choices=NAMES)
     p.add_argument("--dest", type=Path, required=True, help="folder the toolkit goes under")
     p.add_argument("--cache", type=Path, default=None, help="downloads go to CACHE/downloads")
+    common.add_timeout(p, 3600)  # a toolkit's archives are a few GB
 
 
 def execute(args: argparse.Namespace) -> int:
     from wheelfarm.builder.envs import default_cache
     from wheelfarm.builder.redist import install_toolkit
+    from wheelfarm.core.http import Deadline
 
     downloads = (args.cache or default_cache()).resolve() / "downloads"
     root = common.root(args)
-    print(install_toolkit(root, args.cuda, args.platform, args.dest.resolve(), downloads))
+    deadline = Deadline.after(args.timeout or args.timeout_default, what="--timeout")
+    home = install_toolkit(root, args.cuda, args.platform, args.dest.resolve(), downloads, deadline)
+    print(home)
     return 0
