@@ -28,16 +28,18 @@ from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.wheelfile import dist_info, parse_metadata, record_problems
 from wheelfarm.core.wheelname import python_tag
 from wheelfarm.matrix.model import ArchList
-from wheelfarm.scripts.wheelfarm_install import (
-    GPU_CAPABILITIES,
-    arch_target,
-    runs_any,
-    runs_text,
-)
+from wheelfarm.scripts.wheelfarm_install import arch_target, runs_any, runs_text
 
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_")
 # A CUDA wheel for many archs unpacks to hundreds of MB; verify reads one member at a time.
 WHEEL_LIMITS = Limits(max_bytes=4 * GiB)
+# Every compute capability NVIDIA has shipped a GPU with since Maxwell (NVIDIA, "CUDA GPU Compute
+# Capability", developer.nvidia.com/cuda-gpus; 11.0 is Thor, 10.1 before CUDA 13): verify asks
+# whether a wheel's code runs on each one its arch policy promises (the install helper's rule).
+GPU_CAPABILITIES = (
+    (5, 0), (5, 2), (5, 3), (6, 0), (6, 1), (6, 2), (7, 0), (7, 2), (7, 5), (8, 0), (8, 6),
+    (8, 7), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1),
+)  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)

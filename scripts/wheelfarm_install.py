@@ -5,24 +5,18 @@ in the target Python, that Python's version, the platform, the GPU and the drive
 
     python install.py flash-attn --index https://OWNER.github.io/REPO/
     python install.py causal-conv1d==1.7.0 --index URL --python .venv/bin/python --uv
-    python install.py flash-attn --index URL --dry-run     # print the command only
     python install.py flash-attn --index URL --print-requirement [url|hash]
 
-It reads `<index>/packages.json`, picks the newest wheel (PEP 440 order) of the package whose
-covered cells include (CUDA, torch, Python, platform), refuses it when `nvidia-smi` reports a GPU
-it has no SASS or PTX for (the archs packages.json lists) or a driver too old for its CUDA
-(`--ignore-gpu` installs it anyway), and runs pip (or uv) against that (CUDA, torch) index with
-the installed torch pinned, so the installer cannot swap torch. `--print-requirement` prints a
-hash-pinned requirement instead: `name @ URL#sha256=...` (url) or `name==VERSION --hash=sha256:...`
-(hash, for a requirements file). Every pin names the full local version (`==2.8.3+cu130torch2.14`):
-PyPI refuses local versions on upload, so only the farm's index can satisfy it, where a public
-`==2.8.3` could be met by PyPI's build (or sdist) of the same number. The index must be https
-(plain http only to a loopback address, redirects included) or file; packages.json is read with a
-size cap and within `--timeout` seconds, and each value taken from it into a command is checked
-first (a sha256 is 64 lowercase hex digits, a version carries the farm's label).
-Exit codes: 0 installed (or printed), 1 no matching wheel, 2 bad usage, a --python that does not
-run or has no torch, 3 the index cannot be read, 4 the wheel will not run on this GPU or driver;
-else pip's own. Errors are one line on stderr.
+From `<index>/packages.json` it picks the newest wheel (PEP 440) covering this (CUDA, torch, Python,
+platform), refuses one with no SASS or PTX for the GPU `nvidia-smi` reports or too old a driver for
+its CUDA (`--ignore-gpu` goes on), and runs pip (or uv) on that (CUDA, torch) index with the
+installed torch pinned, or prints a hash-pinned requirement (url: `name @ URL#sha256=...`; hash:
+`name==VERSION --hash=sha256:...`). A pin names the full local version (`==2.8.3+cu130torch2.14`),
+which only the farm's index has. The index is https (http to loopback only, redirects included)
+or file, read with a size cap within `--timeout` seconds; its sha256 and version are checked
+before they go into a command. Exit codes: 0 installed (or printed), 1 no matching wheel, 2 bad
+usage or a --python that does not run or has no torch, 3 the index cannot be read, 4 the wheel
+will not run on this GPU or driver; else pip's own. Errors are one line on stderr.
 """
 
 from __future__ import annotations
@@ -38,8 +32,8 @@ import sys
 import threading
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Sequence
-from typing import NoReturn
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NoReturn
 
 USAGE, UNREADABLE_INDEX, WILL_NOT_RUN = 2, 3, 4
 MAX_INDEX_BYTES = 256 << 20  # packages.json of a 100,000-wheel farm is well under this
@@ -48,18 +42,14 @@ MAX_DETAIL = 120  # characters of a parser's complaint shown in a message
 CELL = ("cuda", "torch", "python", "platform")  # what a wheel's `covers` must match
 INDEX_SECONDS = 120.0  # --timeout's default: reading packages.json, however slowly it comes
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-# The oldest driver each CUDA major's runtime runs on (minor-version compatibility), (Linux,
-# Windows). Source: NVIDIA, "CUDA Compatibility" (docs.nvidia.com/deploy/cuda-compatibility),
-# table "CUDA Toolkit and Minimum Required Driver Version for CUDA Minor Version Compatibility".
-# The farm's matrix/drivers.yaml holds the same (a test keeps the two equal).
+# Each CUDA major's oldest driver (Linux, Windows), from matrix/drivers.yaml by wheelfarm.generate
 DRIVER_FLOORS = {
     "11": ("450.80.02", "452.39"),
     "12": ("525.60.13", "527.41"),
     "13": ("580.65.06", "580.88"),
 }
 _NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
-# An arch as packages.json, verify and cuobjdump name it: sm_90, sm_90a (arch-specific), sm_120f
-# (family-specific); 'compute_90' is read as sm_90.
+# An arch as packages.json, verify and cuobjdump name it: sm_90, sm_90a, sm_120f (compute_90: sm_90)
 ARCH = re.compile(r"(?:sm|compute)_([0-9]{2,3})([af]?)")
 _VERSION = re.compile(
     r"v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)"
@@ -69,27 +59,26 @@ _VERSION = re.compile(
     r"(?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?",
     re.IGNORECASE,
 )
-Gpu = tuple[tuple[int, int], str]  # (compute capability, driver version)
 _PRE_RANK = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
+Wheel = dict[str, Any]  # one entry of packages.json's "wheels"
+Cell = Mapping[str, "str | None"]  # CELL's values for a machine (None: it has no torch)
 
+# The one probe of a target interpreter, this helper's and doctor's: it answers without torch too.
 PROBE = r"""
-import json, sys, sysconfig
+import json, platform, sys, sysconfig
 from importlib import metadata
+out = {"python": "%d.%d" % sys.version_info[:2], "path": sys.path, "torch": None, "cuda": None,
+       "platform": sysconfig.get_platform().replace("-", "_"), "glibc": platform.libc_ver()[1]}
 try:
     import torch
-except ImportError:
-    torch = None
-try:  # the installed distribution's version: PyPI's torch says 2.14.1 where __version__ says +cu130
-    dist = metadata.version("torch")
+    out.update(torch=torch.__version__, cuda=torch.version.cuda)
+except Exception as exc:  # missing, or a broken install: doctor says which
+    out["torch_error"] = repr(exc)[:300]
+try:  # the distribution's version: PyPI's torch is 2.14.1 where __version__ says 2.14.1+cu130
+    out["dist"] = metadata.version("torch")
 except metadata.PackageNotFoundError:
-    dist = None
-print(json.dumps({
-    "python": "%d.%d" % sys.version_info[:2],
-    "platform": sysconfig.get_platform().replace("-", "_"),  # linux_x86_64, win_amd64, ...
-    "torch": torch.__version__ if torch else None,
-    "cuda": torch.version.cuda if torch else None,
-    "dist": dist or (torch.__version__ if torch else None),
-}))
+    out["dist"] = out["torch"]
+print(json.dumps(out))
 """
 
 
@@ -115,49 +104,39 @@ def normalize(name: str) -> str:
 
 
 def version_key(text: str) -> tuple[object, ...]:
-    """PEP 440 sort key, so that 2.0rc1 < 2.0 < 2.0.post1 and a local label sorts above its
-    public version (the ordering packaging.version.Version implements; a test compares them).
-    A ValueError for what PEP 440 does not allow."""
+    """PEP 440 sort key (1.0.dev1 < 1.0a1 < 1.0 < 1.0.post1 < 1.0+local, a label's numbers above
+    its words), the order packaging.version.Version implements (a test compares them)."""
     match = _VERSION.fullmatch(text.strip())
     if match is None:
         msg = f"{text!r} is not a PEP 440 version"
         raise ValueError(msg)
-    release = [int(p) for p in match["release"].split(".")]
-    while len(release) > 1 and release[-1] == 0:  # 1.0 == 1.0.0
-        release.pop()
+    release = tuple(int(p) for p in re.sub(r"(\.0+)+$", "", match["release"]).split("."))
     post = match["post_implicit"] or ((match["post_n"] or "0") if match["post"] else None)
-    if match["pre"]:
-        pre = (_PRE_RANK[match["pre"].lower()], int(match["pre_n"] or 0))
-    elif post is None and match["dev"]:
-        pre = (-1, 0)  # 1.0.dev1 sorts before 1.0a1
-    else:
-        pre = (3, 0)  # a release after its pre-releases
-    local = tuple(
-        (1, int(p), "") if p.isdigit() else (0, 0, p.lower())  # numbers above words
-        for p in re.split(r"[-_.]", match["local"] or "")
-        if p
-    )
+    pre = ((_PRE_RANK[match["pre"].lower()], int(match["pre_n"] or 0)) if match["pre"]
+           else (-1, 0) if post is None and match["dev"] else (3, 0))  # fmt: skip
+    parts = re.split(r"[-_.]", match["local"] or "")
+    local = tuple((1, int(p), "") if p.isdigit() else (0, 0, p.lower()) for p in parts if p)
     dev = (0, int(match["dev_n"] or 0)) if match["dev"] else (1, 0)
-    return (int(match["epoch"] or 0), tuple(release), pre, int(post or -1), dev, local)
+    return (int(match["epoch"] or 0), release, pre, int(post or -1), dev, local)
+
+
+def numbers(version: str) -> tuple[int, ...]:
+    """'580.65.06' -> (580, 65, 6): a driver (or glibc) version, compared number by number."""
+    return tuple(int(n) for n in re.findall(r"\d+", version))
 
 
 def is_loopback(host: str | None) -> bool:
     """localhost, or an address in 127.0.0.0/8 or ::1, read from the parsed host (never by
     prefix: `localhost.evil.example` and `127.0.0.1.evil.example` are other hosts)."""
-    if host is None:
-        return False
-    if host.lower() == "localhost":
-        return True
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a name, not an address
+        return (host or "").lower() == "localhost" or ipaddress.ip_address(host or "").is_loopback
+    except ValueError:  # a name, not an address (or none)
         return False
 
 
 def check_url(url: str, what: str, *, local: bool = True, code: int = USAGE) -> None:
-    """https, http to loopback, or (when `local`) file: whoever can rewrite the index picks
-    what runs here. Whitespace or quotes in a URL are refused too: it is printed into
-    requirements and commands."""
+    """https, http to loopback, or (when `local`) file: whoever can rewrite the index picks what
+    runs here. Whitespace, quotes or a backslash are refused: a URL is printed into commands."""
     try:
         parts = urllib.parse.urlsplit(url)
         host = parts.hostname
@@ -176,27 +155,19 @@ def check_url(url: str, what: str, *, local: bool = True, code: int = USAGE) -> 
 
 
 class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
-    """Follow a redirect only to where --index itself could point: https, or plain http to
-    loopback (a plain-http redirect to another host is refused, not followed)."""
+    """Follow a redirect only where --index itself could point: https, or http to loopback."""
 
     def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: object,
-        code: int,
-        msg: str,
-        headers: object,
-        newurl: str,
-    ) -> urllib.request.Request | None:
+        self, req: urllib.request.Request, fp: object, code: int, msg: str, headers: object,
+        newurl: str) -> urllib.request.Request | None:  # fmt: skip
         where = f"the redirect from {req.full_url} to"
         check_url(newurl, where, local=False, code=UNREADABLE_INDEX)
         return super().redirect_request(req, fp, code, msg, headers, newurl)  # type: ignore[arg-type]
 
 
 def _fetch(url: str, timeout: float) -> bytes:
-    """The body at `url`, at most MAX_INDEX_BYTES + 1 bytes, all of it within `timeout`
-    seconds: the read runs in a daemon thread the helper stops waiting for (a server that
-    sends a byte every few seconds never trips a per-read timeout)."""
+    """The body at `url` (at most MAX_INDEX_BYTES + 1 bytes) within `timeout` seconds in all: a
+    daemon thread reads it, so a server that sends a byte every few seconds cannot outlast it."""
     got: list[bytes] = []
     failed: list[BaseException] = []
 
@@ -214,64 +185,65 @@ def _fetch(url: str, timeout: float) -> bytes:
     if failed:
         raise failed[0]
     if not got:
-        msg = (
-            f"cannot read {url} within --timeout {timeout:g}s (the server is too slow); "
-            f"retry later or raise --timeout"
-        )
+        msg = f"cannot read {url} within --timeout {timeout:g}s (the server is too slow); "
+        msg += "retry later or raise --timeout"
         raise HelperError(msg, UNREADABLE_INDEX)
     return got[0]
 
 
+def ask(python: str) -> dict[str, Any]:
+    """PROBE's answer (its last line: a sitecustomize may print first) from `python`, torch or not:
+    OSError or SubprocessError if it does not run, ValueError or TypeError for another answer."""
+    run = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, check=True,
+                         stdin=subprocess.DEVNULL, timeout=PROBE_SECONDS)  # fmt: skip
+    found = json.loads((run.stdout.strip().splitlines() or [""])[-1])
+    if not isinstance(found, dict):
+        raise TypeError(repr(found)[:MAX_DETAIL])
+    return found
+
+
+def reason(exc: BaseException) -> str:
+    """Why a command or a parse failed in one line, cut short (a garbled answer is not echoed
+    whole): a process's last line of stderr, else the error."""
+    text = str(getattr(exc, "stderr", None) or f"{type(exc).__name__}: {exc}").strip()
+    text = text.splitlines()[-1] if text else type(exc).__name__
+    return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 3] + "..."
+
+
 def probe(python: str) -> dict[str, str]:
-    """The target interpreter's Python, platform, torch minor, installed torch version (what a
-    pin must name) and CUDA."""
+    """The target interpreter's cell (CELL) and installed torch version (what a pin must name);
+    a HelperError for one that does not run or has no CUDA build of torch."""
     fix = "give the path of a Python interpreter with torch installed, e.g. .venv/bin/python"
     try:
-        out = subprocess.run(
-            [python, "-c", PROBE],
-            capture_output=True,
-            text=True,
-            check=True,
-            stdin=subprocess.DEVNULL,
-            timeout=PROBE_SECONDS,
-        )
-        found = json.loads(out.stdout)
-        if found["torch"] is None or found["cuda"] is None:
-            torch = found["torch"]
-            msg = (
-                f"{python}: no CUDA build of torch is installed (torch={torch}). Install one "
-                f"first, e.g. pip install torch --index-url https://download.pytorch.org/whl/cu130"
-            )
-            raise HelperError(msg, USAGE)
-        major, minor = str(found["cuda"]).split(".")[:2]
-        return {
-            "cuda": f"cu{major}{minor}",
-            "torch": ".".join(str(found["torch"]).split("+")[0].split(".")[:2]),
-            "python": str(found["python"]),
-            "platform": str(found["platform"]),
-            "torch_version": str(found["dist"]),
-        }
+        found = ask(python)
+        torch, cuda = found["torch"], found["cuda"]
+        if torch is not None and cuda is not None:
+            major, minor = str(cuda).split(".")[:2]
+            torch_minor = ".".join(str(torch).split("+")[0].split(".")[:2])
+            python_minor, platform, dist = (str(found[k]) for k in ("python", "platform", "dist"))
+            return {"cuda": f"cu{major}{minor}", "torch": torch_minor, "python": python_minor,
+                    "platform": platform, "torch_version": dist}  # fmt: skip
     except (OSError, subprocess.SubprocessError) as exc:  # missing, not executable, failed
-        detail = getattr(exc, "stderr", None) or exc
-        last = str(detail).strip().splitlines()[-1:] or [type(exc).__name__]
-        msg = f"--python {python!r} does not run as Python ({last[0]}); {fix}"
+        msg = f"--python {python!r} does not run as Python ({reason(exc)}); {fix}"
         raise HelperError(msg, USAGE) from exc
     except (ValueError, KeyError, TypeError, AttributeError) as exc:  # not our probe's answer
         msg = f"--python {python!r} did not answer like Python with torch ({exc!r}); {fix}"
         raise HelperError(msg, USAGE) from exc
+    error = str(found.get("torch_error"))  # a broken torch is named, a missing one not
+    broken = "" if error.startswith(("ModuleNotFoundError", "None")) else f": {error}"
+    msg = f"{python}: no CUDA build of torch is installed (torch={torch}{broken}). Install one"
+    msg += " first, e.g. pip install torch --index-url https://download.pytorch.org/whl/cu130"
+    raise HelperError(msg, USAGE)
 
 
-def read_index(root: str, timeout: float = INDEX_SECONDS) -> list[dict[str, object]]:
-    """The wheels listed in `<root>packages.json`, each checked to have what the helper reads.
-    JSON nested deeper than Python's recursion limit fails as one line: the standard library's
-    json bounds its own depth there (the farm's jsonread module, which the helper cannot import,
-    sets 64)."""
+def read_index(root: str, timeout: float = INDEX_SECONDS) -> list[Wheel]:
+    """The wheels listed in `<root>packages.json`, each checked to have what the helper reads."""
     url = root + "packages.json"
     try:
         body = _fetch(url, timeout)
     except (OSError, http.client.HTTPException, ValueError) as exc:  # URLError is an OSError
-        reason = getattr(exc, "reason", None) or exc
-        msg = f"cannot read {url}: {reason}; check --index (the farm's site root)"
+        why = getattr(exc, "reason", None) or exc
+        msg = f"cannot read {url}: {why}; check --index (the farm's site root)"
         raise HelperError(msg, UNREADABLE_INDEX) from exc
     if len(body) > MAX_INDEX_BYTES:
         msg = f"{url} is larger than {MAX_INDEX_BYTES} bytes; is --index a wheelfarm site?"
@@ -286,22 +258,15 @@ def read_index(root: str, timeout: float = INDEX_SECONDS) -> list[dict[str, obje
                 raise TypeError(w)  # noqa: TRY301 - one message for every wrong shape
             version_key(w["version"])
             wheel_archs(w)
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
-        msg = f"{url} is not a wheelfarm packages.json ({_short(exc)}); check --index"
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:  # json bounds its own depth
+        msg = f"{url} is not a wheelfarm packages.json ({reason(exc)}); check --index"
         raise HelperError(msg, UNREADABLE_INDEX) from exc
     return list(wheels)
 
 
-def _short(exc: Exception) -> str:
-    """The error, cut short: a garbled file is not echoed whole."""
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 3] + "..."
-
-
-def wheel_archs(wheel: dict[str, object]) -> tuple[set[str], set[str]] | None:
-    """(SASS, PTX) archs packages.json lists for a wheel ('sm_86', 'sm_120a'; an index written
-    before suffixes were kept lists 'sm_90' for sm_90a code, read as plain); None when it lists
-    none (an index written before archs were recorded). A ValueError for another shape."""
+def wheel_archs(wheel: Wheel) -> tuple[set[str], set[str]] | None:
+    """(SASS, PTX) archs packages.json lists for a wheel (an older index lists sm_90a code as
+    'sm_90', read as plain); None when it lists none (older still); else a ValueError."""
     archs = wheel.get("archs")
     if archs is None:
         return None
@@ -319,31 +284,18 @@ def wheel_archs(wheel: dict[str, object]) -> tuple[set[str], set[str]] | None:
     return found[0], found[1]
 
 
-def gpus() -> list[Gpu]:
+def gpus() -> list[tuple[tuple[int, int], str]]:
     """(compute capability, driver version) of every GPU nvidia-smi reports; none without it."""
-    query = ["--query-gpu=compute_cap,driver_version", "--format=csv,noheader"]
+    query = ["nvidia-smi", "--query-gpu=compute_cap,driver_version", "--format=csv,noheader"]
     try:
-        lines = subprocess.run(
-            ["nvidia-smi", *query], capture_output=True, text=True, check=True,
-            stdin=subprocess.DEVNULL, timeout=30,
-        ).stdout.splitlines()  # fmt: skip
-        found = []
-        for line in filter(str.strip, lines):
-            cap, driver = (field.strip() for field in line.split(","))
-            major, minor = cap.split(".")
-            found.append(((int(major), int(minor)), driver))
+        out = subprocess.run(query, capture_output=True, text=True, check=True,
+                             stdin=subprocess.DEVNULL, timeout=30).stdout  # fmt: skip
+        rows = [[field.strip() for field in line.split(",")] for line in out.splitlines()]
+        caps = [(cap.split("."), driver) for cap, driver in filter(any, rows)]
+        found = [((int(major), int(minor)), driver) for (major, minor), driver in caps]
     except (OSError, subprocess.SubprocessError, ValueError):
         return []
     return found
-
-
-# Every compute capability NVIDIA has shipped a GPU with since Maxwell (NVIDIA, "CUDA GPU Compute
-# Capability", developer.nvidia.com/cuda-gpus; 11.0 is Thor, 10.1 before CUDA 13): verify asks
-# whether a wheel's code runs on each one its arch policy promises.
-GPU_CAPABILITIES = (
-    (5, 0), (5, 2), (5, 3), (6, 0), (6, 1), (6, 2), (7, 0), (7, 2), (7, 5), (8, 0), (8, 6),
-    (8, 7), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1),
-)  # fmt: skip
 
 
 def arch_target(arch: str) -> tuple[int, int, str]:
@@ -363,17 +315,10 @@ def runs_on(arch: str, cc: tuple[int, int], *, ptx: bool = False) -> bool:
 
     - plain cubin sm_XY: the same major, minor at or above Y (sm_80 runs on 8.6);
     - plain PTX: any capability at or above X.Y (the driver JIT-compiles it);
-    - `a`, arch-specific (sm_90a, sm_100a, sm_120a): exactly X.Y, cubin or PTX (its PTX is not
-      forward compatible);
-    - `f`, family-specific (CUDA 12.9+; sm_100f, sm_120f): the family's later minors, cubin or
-      PTX (sm_120f: 12.0 and 12.1; sm_100f: 10.0 and 10.3).
-    Source: NVIDIA's CUDA programming guide ("architecture-specific" and "family-specific"
-    feature sets) and "Blackwell and CUDA 12.9 introduce family-specific architecture features".
-
-    >>> runs_on("sm_120", (12, 1)), runs_on("sm_120a", (12, 1)), runs_on("sm_120f", (12, 1))
-    (True, False, True)
-    >>> runs_on("sm_90", (12, 0), ptx=True), runs_on("sm_90a", (12, 0), ptx=True)
-    (True, False)
+    - `a`, arch-specific (sm_90a, sm_120a): exactly X.Y, cubin or PTX (its PTX is not forward);
+    - `f`, family-specific (CUDA 12.9+): the family's later minors, cubin or PTX (sm_120f: 12.0
+      and 12.1; sm_100f: 10.0 and 10.3).
+    Source: NVIDIA's CUDA programming guide ("architecture-specific", "family-specific" features).
     """
     major, minor, variant = arch_target(arch)
     if variant == "a":
@@ -389,12 +334,8 @@ def runs_any(cc: tuple[int, int], sass: Iterable[str], ptx: Iterable[str]) -> bo
 
 
 def runs_where(arch: str, *, ptx: bool = False) -> str:
-    """Where `arch` runs, in words: 'sm_120a: 12.0 only', 'sm_80: 8.0-8.x', 'PTX sm_80: 8.0
-    and newer'.
-
-    >>> runs_where("sm_120a"), runs_where("sm_120f"), runs_where("sm_90", ptx=True)
-    ('sm_120a: 12.0 only', 'sm_120f: 12.0-12.x', 'PTX sm_90: 9.0 and newer (JIT)')
-    """
+    """Where `arch` runs, in words: 'sm_120a: 12.0 only', 'sm_120f: 12.0-12.x', 'PTX sm_90: 9.0
+    and newer (JIT)'."""
     major, minor, variant = arch_target(arch)
     name = f"PTX {arch}" if ptx else arch
     if variant == "a":
@@ -410,57 +351,27 @@ def runs_text(sass: Iterable[str], ptx: Iterable[str]) -> str:
     return ", ".join([*map(runs_where, order[0]), *(runs_where(a, ptx=True) for a in order[1])])
 
 
-def _numbers(version: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in re.findall(r"\d+", version))
-
-
-def refusals(wheel: dict[str, object], machine: dict[str, str], found: list[Gpu]) -> list[str]:
-    """Why `wheel` will not run on these GPUs and driver: no SASS or PTX for a GPU, or a driver
-    below its CUDA major's floor. Empty when it will, or when there is nothing to compare."""
-    reasons = []
-    archs = wheel_archs(wheel)
-    if archs is not None and any(archs):  # none listed: no device code (JIT), any GPU runs it
-        sass, ptx = archs
-        for i, (cc, _) in enumerate(found):
-            if not runs_any(cc, sass, ptx):
-                reasons.append(
-                    f"GPU {i} (compute capability {cc[0]}.{cc[1]}) has no SASS or PTX that runs "
-                    f"on it (it carries {runs_text(sass, ptx)}); build it for {cc[0]}.{cc[1]}"
-                )
-    cuda = str(wheel.get("cuda") or machine["cuda"])
-    floors = DRIVER_FLOORS.get(cuda[2:-1])
-    if found and floors:
-        floor = floors[machine["platform"].startswith("win")]
-        driver = found[0][1]
-        if _numbers(driver) < _numbers(floor):
-            reasons.append(
-                f"driver {driver} is older than {floor}, the oldest that runs CUDA "
-                f"{cuda[2:-1]}.x (NVIDIA's CUDA Compatibility); upgrade the NVIDIA driver"
-            )
-    return reasons
-
-
 def choose(
-    wheels: list[dict[str, object]], package: str, pin: str | None, machine: dict[str, str]
-) -> dict[str, object] | None:
-    """The newest wheel of `package` (== `pin` when given) that covers this machine's cell."""
-    want = {k: machine[k] for k in CELL}
+    wheels: list[Wheel], package: str, pin: str | None, machine: Cell, *, nearest: bool = False
+) -> Wheel | None:
+    """The wheel of `package` (== `pin` when given) ranked first for `machine`: the most of its
+    cell one covered cell shares, then the newest (PEP 440). None unless that is all of the cell,
+    or with `nearest` (doctor's choice: its checks then say what differs)."""
     field = "version" if pin and "+" in pin else "public_version"
-    fits = [
-        w
-        for w in wheels
-        if w["name"] == package
-        and (pin is None or version_key(str(w[field])) == version_key(pin))
-        and any({k: c[k] for k in want} == want for c in w["covers"])  # type: ignore[attr-defined]
-    ]
-    return max(fits, key=lambda w: version_key(str(w["version"])), default=None)
+
+    def rank(w: Wheel) -> tuple[int, tuple[object, ...]]:
+        agree = max(sum(c.get(k) == machine[k] for k in CELL) for c in w.get("covers") or [{}])
+        return agree, version_key(str(w["version"]))
+
+    best = max((w for w in wheels if normalize(str(w.get("name", ""))) == package
+                and (pin is None or version_key(str(w[field])) == version_key(pin))),
+               key=rank, default=None)  # fmt: skip
+    return best if best is None or nearest or rank(best)[0] == len(CELL) else None
 
 
-def checked(wheel: dict[str, object]) -> dict[str, object]:
-    """The chosen wheel, once each value the helper puts into a command or a requirement has
-    its shape: a sha256 of 64 lowercase hex digits (not `--hash=... --index-url ...`), and a
-    version carrying the farm's label, equal to its file name's (a public `==2.8.3` could be met
-    by PyPI). A HelperError naming the value otherwise: the index is corrupt or tampered with."""
+def checked(wheel: Wheel) -> Wheel:
+    """The chosen wheel once each value put into a command has its shape (a sha256 of 64 lowercase
+    hex digits; a version with the farm's label, its file name's); a HelperError naming it else."""
     name, sha, version = (str(wheel[k]) for k in ("filename", "sha256", "version"))
     fix = "the index is corrupt or not the farm's: rebuild it (wheelfarm index) or check --index"
     if not _SHA256.fullmatch(sha):
@@ -469,12 +380,37 @@ def checked(wheel: dict[str, object]) -> dict[str, object]:
     parts = name.split("-")
     named = parts[1] if len(parts) in (5, 6) and name.endswith(".whl") else None
     if "+" not in version or named != version:
-        msg = (
-            f"{name[:120]}: version {version[:80]!r} is not its file name's farm-labelled "
-            f"version ({named!r}), so a pin on it could be met by PyPI; {fix}"
-        )
+        msg = (f"{name[:120]}: version {version[:80]!r} is not its file name's farm-labelled "
+               f"version ({named!r}), so a pin on it could be met by PyPI; {fix}")  # fmt: skip
         raise HelperError(msg, UNREADABLE_INDEX)
     return wheel
+
+
+def check_gpu(wheel: Wheel, machine: Cell, *, ignore: bool) -> None:
+    """Refuse a wheel with no SASS or PTX for a GPU nvidia-smi reports, or a driver below its
+    CUDA major's floor, unless `ignore`; say what could not be checked."""
+    found, archs, why = gpus(), wheel_archs(wheel), []
+    if not found:
+        print("# no NVIDIA GPU found (nvidia-smi): GPU and driver not checked", file=sys.stderr)
+    elif archs is None:
+        print(f"# the index lists no archs for {wheel['filename']}: GPU not checked",
+              file=sys.stderr)  # fmt: skip
+    if archs is not None and any(archs):  # none listed: no device code (JIT), any GPU runs it
+        why += [f"GPU {i} (compute capability {m}.{n}) has no SASS or PTX that runs on it (it "
+                f"carries {runs_text(*archs)}); build it for {m}.{n}"
+                for i, ((m, n), _) in enumerate(found) if not runs_any((m, n), *archs)]  # fmt: skip
+    cuda = str(wheel.get("cuda") or machine["cuda"])[2:-1]
+    floors = DRIVER_FLOORS.get(cuda)
+    if found and floors:
+        floor, driver = floors[str(machine["platform"]).startswith("win")], found[0][1]
+        if numbers(driver) < numbers(floor):
+            why.append(f"driver {driver} is older than {floor}, the oldest that runs CUDA {cuda}.x "
+                       "(NVIDIA's CUDA Compatibility); upgrade the NVIDIA driver")  # fmt: skip
+    if why and not ignore:
+        msg = f"{wheel['filename']} will not run here: {'; '.join(why)}; or pass --ignore-gpu"
+        raise HelperError(msg, WILL_NOT_RUN)
+    for each in why:
+        print(f"# warning (--ignore-gpu): {each}", file=sys.stderr)
 
 
 def parse_requirement(text: str) -> tuple[str, str | None]:
@@ -500,35 +436,17 @@ def _seconds(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = Parser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("requirement", help="PACKAGE or PACKAGE==VERSION")
-    parser.add_argument(
-        "--index", required=True, help="the farm's site root, e.g. https://o.github.io/r/"
-    )
-    parser.add_argument(
-        "--python", default=sys.executable, help="target interpreter (default: this)"
-    )
-    parser.add_argument("--uv", action="store_true", help="install with `uv pip` instead of pip")
-    parser.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=INDEX_SECONDS,
-        metavar="SECONDS",
-        help=f"give up reading the index after this long in all (default {INDEX_SECONDS:g})",
-    )
-    parser.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
-    parser.add_argument(
-        "--ignore-gpu",
-        action="store_true",
-        help="install even when the wheel lacks this GPU's arch or needs a newer driver",
-    )
-    parser.add_argument(
-        "--print-requirement",
-        nargs="?",
-        const="url",
-        choices=("url", "hash"),
-        help="print a hash-pinned requirement (url: NAME @ URL#sha256=..., hash: NAME==VERSION "
-        "--hash=sha256:... for a requirements file) instead of running pip",
-    )
+    add = parser.add_argument
+    add("requirement", help="PACKAGE or PACKAGE==VERSION")
+    add("--index", required=True, help="the farm's site root, e.g. https://o.github.io/r/")
+    add("--python", default=sys.executable, help="target interpreter (default: this)")
+    add("--uv", action="store_true", help="install with `uv pip` instead of pip")
+    add("--timeout", type=_seconds, default=INDEX_SECONDS, metavar="SECONDS", help=f"give up "
+        f"reading the index after this long in all (default {INDEX_SECONDS:g})")  # fmt: skip
+    add("--dry-run", action="store_true", help="print the command, run nothing")
+    add("--ignore-gpu", action="store_true", help="install even if the GPU or driver cannot run it")
+    add("--print-requirement", nargs="?", const="url", choices=("url", "hash"), help="print "
+        "NAME @ URL#sha256=... (url) or NAME==VERSION --hash=... (hash), not run pip")  # fmt: skip
     try:
         return install(parser.parse_args(argv))
     except HelperError as exc:
@@ -537,8 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def install(args: argparse.Namespace) -> int:
-    """Read the index, probe the interpreter, pick the wheel, check it against the GPU and
-    driver, and run (or print) the installer or the requirement."""
+    """Read the index, probe the interpreter, pick and check the wheel, run (or print) pip."""
     package, pin = parse_requirement(args.requirement)
     check_url(args.index, "--index")
     root = args.index.rstrip("/") + "/"
@@ -548,7 +465,7 @@ def install(args: argparse.Namespace) -> int:
     cell = ", ".join(f"{k} {machine[k]}" for k in CELL)
     if wheel is None:
         combos = sorted({(c["cuda"], c["torch"]) for w in wheels if w["name"] == package
-                         for c in w["covers"]})  # type: ignore[attr-defined]  # fmt: skip
+                         for c in w["covers"]})  # fmt: skip
         have = ", ".join(f"{c}/torch{t}" for c, t in combos) or "none"
         print(f"no {package}{'==' + pin if pin else ''} wheel for {cell}; this index has "
               f"{package} for: {have}", file=sys.stderr)  # fmt: skip
@@ -572,26 +489,7 @@ def install(args: argparse.Namespace) -> int:
     command += [f"{package}=={wheel['version']}", f"torch=={machine['torch_version']}"]
     command += ["--extra-index-url", index]
     print(shlex.join(command))
-    if args.dry_run:
-        return 0
-    return subprocess.run(command, check=False).returncode
-
-
-def check_gpu(wheel: dict[str, object], machine: dict[str, str], *, ignore: bool) -> None:
-    """Refuse a wheel this machine's GPU or driver cannot run, unless told to go on; say what
-    could not be checked."""
-    found = gpus()
-    if not found:
-        print("# no NVIDIA GPU found (nvidia-smi): GPU and driver not checked", file=sys.stderr)
-    elif wheel_archs(wheel) is None:
-        print(f"# the index lists no archs for {wheel['filename']}: GPU not checked",
-              file=sys.stderr)  # fmt: skip
-    reasons = refusals(wheel, machine, found)
-    if reasons and not ignore:
-        msg = f"{wheel['filename']} will not run here: {'; '.join(reasons)}; or pass --ignore-gpu"
-        raise HelperError(msg, WILL_NOT_RUN)
-    for reason in reasons:
-        print(f"# warning (--ignore-gpu): {reason}", file=sys.stderr)
+    return 0 if args.dry_run else subprocess.run(command, check=False).returncode
 
 
 if __name__ == "__main__":
