@@ -13,11 +13,12 @@ value found, the value needed and the one command that fixes it:
 7. import: the extension imports beside that torch; a failure is decoded into the demand above
    it that failed (undefined c10 symbols, a missing libcudart, GLIBC, the driver...).
 
-The interpreter is probed in a subprocess; the GPU and driver come from NVML (nvidia-ml-py) when
-installed, else the install helper's `nvidia-smi` query; the driver floors from drivers.yaml. A
-wheel is read from its file, from the interpreter's installed copy, or from a farm's
-packages.json (`--index`: its archs when listed; nothing downloaded; read with a size cap and,
-over http, within the command's `--timeout`)."""
+The interpreter answers the install helper's probe (one program and one answer for both tools);
+the GPU and driver come from NVML (nvidia-ml-py) when installed, else the helper's `nvidia-smi`
+query; the driver floors from drivers.yaml. A wheel is read from its file, from the interpreter's
+installed copy (its metadata, found on the interpreter's sys.path), or from a farm's packages.json
+(`--index`: the wheel the helper's ranking puts first, its archs when listed; nothing downloaded;
+read with a size cap and, over http, within the command's `--timeout`)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import subprocess
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -42,38 +44,18 @@ from wheelfarm.core.label import Label, cuda_tag, torch_minor
 from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import load_facts
-from wheelfarm.scripts.wheelfarm_install import arch_target, gpus, runs_any, runs_text
+from wheelfarm.scripts.wheelfarm_install import (
+    arch_target,
+    ask,
+    choose,
+    gpus,
+    numbers,
+    reason,
+    runs_any,
+    runs_text,
+)
 
-PROBE = r"""
-import json, os, platform, sys, sysconfig
-out = {"python": "%d.%d" % sys.version_info[:2], "platform": sysconfig.get_platform(),
-       "glibc": (platform.libc_ver()[1] or None)}
-if len(sys.argv) > 1:
-    from importlib import metadata
-    try:
-        dist = metadata.distribution(sys.argv[1])
-        wheel = dist.read_text("WHEEL") or ""
-        out["dist"] = {
-            "name": dist.metadata["Name"], "version": dist.version,
-            "tag": next((l.split(":", 1)[1].strip() for l in wheel.splitlines()
-                         if l.startswith("Tag:")), None),
-            "binaries": [str(dist.locate_file(f)) for f in dist.files or []
-                         if f.suffix in (".so", ".pyd") or ".so." in f.name],
-            "top": sorted({f.parts[0] for f in dist.files or [] if len(f.parts) > 1
-                           and not f.parts[0].endswith((".dist-info", ".data", ".libs"))}),
-        }
-    except metadata.PackageNotFoundError:
-        out["dist"] = None
-try:
-    import torch
-    out["torch"] = torch.__version__
-    out["cuda"] = torch.version.cuda
-    out["cxx11_abi"] = bool(torch._C._GLIBCXX_USE_CXX11_ABI)
-except Exception as exc:
-    out["torch_error"] = repr(exc)[:300]
-print(json.dumps(out))
-"""
-PROBE_SECONDS = 180
+PROBE_SECONDS = 180  # the import check: torch and the extension, on a cold disk
 MAX_INDEX_BYTES = 256 << 20  # the install helper's cap: a 100,000-wheel packages.json is ~60 MB
 # What an import failure says -> (the check that failed, what it means)
 DECODE = (
@@ -113,6 +95,7 @@ class Env:
     gpu: tuple[int, int] | None = None
     driver: str | None = None
     torch_error: str | None = None
+    path: tuple[str, ...] = ()  # its sys.path: where its installed distributions are read here
 
 
 @dataclass
@@ -140,31 +123,19 @@ def failed(name: str, found: str, needed: str, fix: str = "") -> Check:
     return Check(name, ok=False, found=found, needed=needed, fix=fix)
 
 
-def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", text))
-
-
-def _ask(python: str, *args: str) -> dict[str, Any]:
-    try:
-        result = subprocess.run(
-            [python, "-c", PROBE, *args], capture_output=True, text=True,
-            timeout=PROBE_SECONDS, check=False,
-        )  # fmt: skip
-        data = loads(result.stdout.strip().splitlines()[-1], what="the probe's answer")
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
-        msg = f"--python {python!r} does not run as a Python interpreter ({exc!r})"
-        raise UsageError(msg) from exc
-    if not isinstance(data, dict):
-        msg = f"--python {python!r} answered the probe with {data!r}"
-        raise UsageError(msg)
-    return data
-
-
 def probe(python: str) -> Env:
-    """Ask the interpreter what it is and which torch it has."""
-    data = _ask(python)
-    machine = str(data["platform"]).replace("-", "_").replace(".", "_")
-    glibc = _version_tuple(data["glibc"])[:2] if data.get("glibc") else None
+    """What the interpreter is and which torch it has (or why none imports), from the install
+    helper's probe: doctor and install.py read one answer."""
+    try:
+        data = ask(python)
+    except TypeError as exc:  # JSON, but not the probe's object
+        msg = f"--python {python!r} answered the probe with {exc}"
+        raise UsageError(msg) from exc
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        msg = f"--python {python!r} does not run as a Python interpreter ({reason(exc)})"
+        raise UsageError(msg) from exc
+    machine = str(data["platform"]).replace(".", "_")
+    glibc = numbers(data["glibc"])[:2] if data.get("glibc") else None
     try:
         torch = Version(data["torch"]) if data.get("torch") else None
     except InvalidVersion:
@@ -176,6 +147,7 @@ def probe(python: str) -> Env:
         torch=torch,
         cuda=data.get("cuda"),
         torch_error=data.get("torch_error"),
+        path=tuple(str(p) for p in data.get("path") or ()),
     )
 
 
@@ -297,7 +269,7 @@ def _driver(w: WheelFacts, env: Env, root: FarmRoot) -> Check:
     if env.driver is None:
         return failed("driver", "no NVIDIA driver found", needed,
                      f"install an NVIDIA driver >= {floor}")  # fmt: skip
-    ok = floor is not None and _version_tuple(env.driver) >= _version_tuple(floor)
+    ok = floor is not None and numbers(env.driver) >= numbers(floor)
     return Check("driver", ok, f"driver {env.driver}", needed,
                  "" if ok else f"upgrade the NVIDIA driver to {floor} or newer")  # fmt: skip
 
@@ -348,23 +320,29 @@ def diagnose(wheel: Path, python: str, root: FarmRoot, *, gpu: bool = True) -> l
     return [*_checks(facts, env, root), import_check(python, wheel, _modules(wheel))]
 
 
-def installed(python: str, name: str) -> tuple[WheelFacts, list[str]]:
-    """What the interpreter has installed of `name`: its label, tag and binaries' archs."""
-    dist = _ask(python, name).get("dist")
-    if not dist:
+def installed(python: str, env: Env, name: str) -> tuple[WheelFacts, list[str]]:
+    """What the interpreter has installed of `name` (its label, tag and binaries' archs) and its
+    top-level packages, read here from the metadata on the interpreter's sys.path (`env.path`)."""
+    dist = next(iter(metadata.distributions(name=name, path=list(env.path))), None)
+    if dist is None:
         msg = f"{name!r} is not installed in {python}; pass a wheel file, or install it first"
         raise UsageError(msg)
+    wheel = (dist.read_text("WHEEL") or "").splitlines()
+    tag = next((line.split(":", 1)[1].strip() for line in wheel if line.startswith("Tag:")), None)
     try:
-        version = Version(dist["version"])
-        interp, abi, plat = str(dist["tag"]).split("-")
+        version = Version(dist.version)
+        interp, abi, plat = str(tag).split("-")
     except (InvalidVersion, ValueError, TypeError) as exc:
-        msg = f"{name} {dist.get('version')!r} was not installed from a wheel ({exc})"
+        msg = f"{name} {dist.version!r} was not installed from a wheel ({exc})"
         raise UsageError(msg) from exc
     facts = WheelFacts(f"{name}-{version}", name, _label(version.local), Tag(interp, abi, plat))
-    for binary in dist["binaries"]:
-        with contextlib.suppress(OSError, ValueError):  # an unreadable file carries no archs
-            facts.add(Path(binary).read_bytes())
-    return facts, list(dist["top"])
+    files = dist.files or []
+    for f in files:
+        if f.suffix in (".so", ".pyd") or ".so." in f.name:
+            with contextlib.suppress(OSError, ValueError):  # an unreadable file carries no archs
+                facts.add(Path(str(dist.locate_file(f))).read_bytes())
+    tops = {f.parts[0] for f in files if len(f.parts) > 1}  # not '..' (scripts), nor *.dist-info
+    return facts, sorted(t for t in tops if t.isidentifier() and t != "__pycache__")
 
 
 def _checks(facts: WheelFacts, env: Env, root: FarmRoot) -> list[Check]:
@@ -374,8 +352,8 @@ def _checks(facts: WheelFacts, env: Env, root: FarmRoot) -> list[Check]:
 
 def diagnose_installed(name: str, python: str, root: FarmRoot) -> list[Check]:
     """The seven checks of an installed package in its interpreter."""
-    facts, modules = installed(python, name)
     env = probe(python)
+    facts, modules = installed(python, env, name)
     env.gpu, env.driver = gpu_and_driver()
     return [*_checks(facts, env, root), import_check(python, None, modules)]
 
@@ -427,31 +405,29 @@ def _index_wheels(base: str, deadline: Deadline | None) -> list[dict[str, Any]]:
     return wheels
 
 
-def _pick(wheels: list[dict[str, Any]], name: str, env: Env, base: str) -> dict[str, Any]:
-    """The wheel whose covered cell is this interpreter's, else the one nearest to it (the
-    checks then say what differs); newest first among equals."""
-    cell = {
+def cell(env: Env) -> dict[str, str | None]:
+    """The interpreter's (CUDA, torch, Python, platform), as packages.json's `covers` name them."""
+    return {
         "cuda": cuda_tag(env.cuda) if env.cuda else None,
         "torch": torch_minor(env.torch) if env.torch else None,
         "python": env.python,
         "platform": env.platform,
     }
 
-    def nearness(w: dict[str, Any]) -> tuple[int, Version]:
-        covers = w.get("covers") or [{}]
-        agree = max(sum(c.get(k) == v for k, v in cell.items()) for c in covers)
-        return agree, Version(str(w["version"]))
 
-    mine = [w for w in wheels if canonicalize_name(str(w.get("name", ""))) == name]
-    if not mine:
+def _pick(wheels: list[dict[str, Any]], name: str, env: Env, base: str) -> dict[str, Any]:
+    """The wheel the install helper's ranking puts first: the one covering this interpreter's
+    cell, else the nearest (the checks then say what differs), newest among equals."""
+    try:
+        best = choose(wheels, name, None, cell(env), nearest=True)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        msg = f"{base}packages.json: a {name} entry is unreadable ({exc!r})"
+        raise SiteError(msg) from exc
+    if best is None:
         names = sorted({str(w.get("name")) for w in wheels})
         msg = f"{base}packages.json lists no {name} wheel; it has: {', '.join(names) or 'none'}"
         raise UsageError(msg)
-    try:
-        return max(mine, key=nearness)
-    except (InvalidVersion, KeyError, TypeError, AttributeError) as exc:
-        msg = f"{base}packages.json: a {name} entry is unreadable ({exc!r})"
-        raise SiteError(msg) from exc
+    return best
 
 
 def _entry_facts(entry: dict[str, Any]) -> WheelFacts:
