@@ -74,6 +74,23 @@ def test_a_requirement_that_is_an_option_a_url_or_an_editable_is_refused_at_load
     assert "\n" not in line
 
 
+def test_the_schema_refuses_code_and_options_too() -> None:
+    """The package schema (what an editor checks as the file is typed) has the same shapes: an
+    import entry that is code, a requirement that is an option or an editable. (A name with a
+    trailing newline, or a URL requirement, passes its pattern; the loader refuses those.)"""
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((REPO.matrix / "schema" / "package.schema.json").read_text())
+    fields = schema["properties"]
+    for module in (m for m in HOSTILE_IMPORTS if not m.endswith("\n")):
+        assert not Draft202012Validator(fields["import"]).is_valid([module]), module
+    for key in ("build_requires", "import_requires"):
+        for requirement in HOSTILE_REQUIREMENTS[:3]:
+            assert not Draft202012Validator(fields[key]).is_valid([requirement]), requirement
+        assert Draft202012Validator(fields[key]).is_valid(["ninja>=1.11"])
+    assert Draft202012Validator(fields["import"]).is_valid(["pkg._C"])
+
+
 def test_plain_requirements_and_dotted_modules_load(matrix_dir: Callable[..., FarmRoot]) -> None:
     extra = (
         "import: [pkg, pkg._C, Pkg_2.sub]\n"
