@@ -7,7 +7,11 @@ pinned references change.
 A new tag is a new image: add its Pythons and gcc-toolsets to matrix/compat.yaml (the planner
 refuses an image it has no facts for), then run the unit tests.
 
-Usage: python scripts/refresh_image_pins.py [--farm matrix/farm.yaml] [--dry-run]
+Registry answers are data: JSON is read by core.jsonread (size and depth bounded), a digest
+must be `sha256:` and 64 lowercase hex digits before it is written, and the whole refresh runs
+within --timeout. A failure is one line on stderr, and farm.yaml is left as it was.
+
+Usage: python scripts/refresh_image_pins.py [--farm matrix/farm.yaml] [--dry-run] [--timeout S]
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 
-from wheelfarm.core.http import check, make_session, request, send
+from wheelfarm.core import jsonread
+from wheelfarm.core.errors import NetworkError, WheelfarmError
+from wheelfarm.core.http import Deadline, check, make_session, request, send
 
 PIN = re.compile(
     r"(?P<lead>^[ \t]*container:[ \t]*)(?P<repo>[a-z0-9.\-]+(?::[0-9]+)?/[a-z0-9._/\-]+)"
@@ -29,6 +36,8 @@ PIN = re.compile(
     re.MULTILINE,
 )
 DATED = re.compile(r"^(\d{4})\.(\d{2})\.(\d{2})-(\d+)$")
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+TIMEOUT = 300.0  # seconds for the whole refresh: a few small requests a pin
 ACCEPT = (  # an index (multi-arch) or a single manifest, OCI or Docker: its digest is the pin
     "application/vnd.oci.image.index.v1+json, "
     "application/vnd.docker.distribution.manifest.list.v2+json, "
@@ -92,12 +101,27 @@ def registry_url(repo: str) -> tuple[str, str]:
     return f"https://{host}", name
 
 
-def _token(session: requests.Session, challenge: str) -> str:
+def _json(answer: requests.Response, url: str) -> Any:  # noqa: ANN401 - decoded JSON
+    """The answer's JSON, read by the bounded reader; a NetworkError naming `url` otherwise."""
+    try:
+        return jsonread.loads(answer.content, what=url)
+    except ValueError as exc:
+        msg = f"GET {url}: the registry answered with no usable JSON ({exc})"
+        raise NetworkError(msg) from exc
+
+
+def _token(session: requests.Session, challenge: str, deadline: Deadline | None = None) -> str:
     """An anonymous pull token for a `WWW-Authenticate: Bearer realm=...` challenge."""
     fields = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
     params = {k: v for k, v in fields.items() if k in ("service", "scope")}
-    answer = request(session, "GET", fields["realm"], params=params).json()
-    return str(answer.get("token") or answer["access_token"])
+    realm = fields.get("realm", "")
+    answer = _json(request(session, "GET", realm, params=params, deadline=deadline), realm)
+    found = answer if isinstance(answer, dict) else {}
+    token = found.get("token") or found.get("access_token")
+    if not isinstance(token, str):
+        msg = f"GET {realm}: the registry's token answer holds no token"
+        raise NetworkError(msg)
+    return token
 
 
 @dataclass
@@ -105,23 +129,36 @@ class Registry:
     """The two registry questions the refresh asks, anonymous like `docker pull`."""
 
     session: requests.Session
+    deadline: Deadline | None = None  # the whole refresh's
 
     def _get(self, url: str, method: str = "GET", **headers: str) -> requests.Response:
-        answer = send(self.session, method, url, headers=headers)
+        answer = send(self.session, method, url, headers=headers, deadline=self.deadline)
         challenge = answer.headers.get("WWW-Authenticate", "")
         if answer.status_code == 401 and challenge.startswith("Bearer "):  # noqa: PLR2004
-            headers["Authorization"] = f"Bearer {_token(self.session, challenge)}"
-            return request(self.session, method, url, headers=headers)
+            token = _token(self.session, challenge, self.deadline)
+            headers["Authorization"] = f"Bearer {token}"
+            return request(self.session, method, url, headers=headers, deadline=self.deadline)
         return check(method, url, answer)
 
     def tags(self, repo: str) -> list[str]:
         base, name = registry_url(repo)
-        return list(self._get(f"{base}/v2/{name}/tags/list?n=10000").json()["tags"])
+        url = f"{base}/v2/{name}/tags/list?n=10000"
+        found = _json(self._get(url), url)
+        tags = found.get("tags") if isinstance(found, dict) else None
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            msg = f"GET {url}: the registry's answer has no list of tags"
+            raise NetworkError(msg)
+        return tags
 
     def digest(self, repo: str, tag: str) -> str:
+        """The tag's digest, of the shape a pin takes (it is written into farm.yaml)."""
         base, name = registry_url(repo)
-        answer = self._get(f"{base}/v2/{name}/manifests/{tag}", "HEAD", Accept=ACCEPT)
-        return answer.headers["Docker-Content-Digest"]
+        url = f"{base}/v2/{name}/manifests/{tag}"
+        found = self._get(url, "HEAD", Accept=ACCEPT).headers.get("Docker-Content-Digest", "")
+        if not DIGEST.fullmatch(found):
+            msg = f"HEAD {url}: Docker-Content-Digest {found[:80]!r} is not sha256:<64 hex>"
+            raise NetworkError(msg)
+        return found
 
 
 def refresh(
@@ -143,10 +180,19 @@ def main(argv: list[str] | None = None) -> int:
     farm = Path(__file__).parents[1] / "matrix" / "farm.yaml"
     parser.add_argument("--farm", type=Path, default=farm, help="the farm.yaml to refresh")
     parser.add_argument("--dry-run", action="store_true", help="print what would change")
+    parser.add_argument(
+        "--timeout", type=float, default=TIMEOUT, help=f"seconds for it all (default {TIMEOUT:g})"
+    )
     args = parser.parse_args(argv)
-    with make_session() as session:
-        registry = Registry(session)
-        text, notes = refresh(args.farm.read_text(encoding="utf-8"), registry.tags, registry.digest)
+    try:
+        with make_session() as session:
+            registry = Registry(session, Deadline.after(args.timeout, what="--timeout"))
+            text, notes = refresh(
+                args.farm.read_text(encoding="utf-8"), registry.tags, registry.digest
+            )
+    except WheelfarmError as exc:
+        print(f"refresh_image_pins: error: {exc}; {args.farm} is unchanged", file=sys.stderr)
+        return exc.exit_code
     for note in notes:
         print(note)
     if notes and not args.dry_run:

@@ -1,17 +1,22 @@
 """scripts/refresh_image_pins.py offline: it finds the pinned containers in farm.yaml, moves each
 to its repository's newest dated tag and that tag's digest, and rewrites nothing else; the
-registry's anonymous token dance is answered from a challenge. (No registry is reachable here.)"""
+registry's anonymous token dance is answered from a challenge; a digest or tag list of no shape
+is one line and farm.yaml is left as it was. (No registry is reachable here.)"""
 
 from __future__ import annotations
 
 import importlib.util
+import io
 import sys
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+import requests
 
 from tests.roots import REPO
+from wheelfarm.core.errors import NetworkError
 
 
 def _load() -> ModuleType:
@@ -83,8 +88,7 @@ def test_registry_url_and_token_challenge(monkeypatch: pytest.MonkeyPatch) -> No
     seen: dict[str, Any] = {}
 
     class Answer:
-        def json(self) -> dict[str, str]:
-            return {"token": "t0k"}
+        content = b'{"token": "t0k"}'
 
     def request(session: object, method: str, url: str, **kwargs: Any) -> Answer:
         seen.update(method=method, url=url, **kwargs)
@@ -97,4 +101,50 @@ def test_registry_url_and_token_challenge(monkeypatch: pytest.MonkeyPatch) -> No
         "method": "GET",
         "url": "https://auth.docker.io/token",
         "params": {"service": "registry.docker.io", "scope": "repository:library/alpine:pull"},
+        "deadline": None,
     }
+
+
+def _registry(headers: dict[str, str], body: bytes = b"") -> Any:
+    """A Registry whose every request is answered with `headers` and `body`."""
+
+    class Session:
+        def request(self, method: str, url: str, **_: object) -> requests.Response:
+            response = requests.Response()
+            response.status_code, response.url = 200, url
+            response.headers.update(headers)
+            response.raw = io.BytesIO(body)
+            return response
+
+    return pins.Registry(Session())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "digest",
+    ["sha256:" + "2" * 63, "SHA256:" + "2" * 64, f"{NEW}\n    options: --privileged", "md5:00", ""],
+)
+def test_a_digest_not_of_a_pins_shape_is_refused_before_it_is_written(
+    digest: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """The registry's Docker-Content-Digest goes into farm.yaml (and from there into every
+    job's `container:`): only `sha256:` and 64 lowercase hex digits is taken."""
+    with pytest.raises(NetworkError, match="is not sha256:<64 hex>"):
+        _registry({"Docker-Content-Digest": digest}).digest(X86, "2026.09.30-1")
+    farm = tmp_path / "farm.yaml"
+    farm.write_text(FARM)
+    registry = _registry({"Docker-Content-Digest": digest}, b'{"tags": ["2026.09.30-1"]}')
+    monkeypatch.setattr(pins, "Registry", lambda session, deadline: registry)
+    assert pins.main(["--farm", str(farm)]) == NetworkError.exit_code
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("refresh_image_pins: error: HEAD https://quay.io/v2/")
+    assert line.endswith(f"; {farm} is unchanged")
+    assert farm.read_text() == FARM
+
+
+@pytest.mark.parametrize(
+    "body", [b"[" * 100_000 + b"]" * 100_000, b'{"tags": [1]}', b'{"tags": "x"}', b"not json"]
+)
+def test_a_tag_list_of_no_shape_is_one_network_error(body: bytes) -> None:
+    with pytest.raises(NetworkError, match=r"GET https://quay\.io/v2/.*/tags/list") as caught:
+        _registry({}, body).tags(X86)
+    assert "\n" not in str(caught.value)
