@@ -25,6 +25,7 @@ _T = TypeVar("_T")
 Parsed = tuple[NormalizedName, Version, frozenset[Tag]]
 SAFE_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _INTERPRETER = re.compile(r"^[a-z]{2}([0-9])([0-9]+)$")  # 'cp312': Python 3.12
+_GENERIC = re.compile(r"^py[0-9]?$")  # 'py3', 'py2': every Python of a major (or any)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,6 +213,7 @@ FOREIGN_PLATFORM = "a platform the farm serves no index for"
 CXX11_ABI = "a C++ ABI other than the one PyPI's torch of that minor uses"
 NO_CELL = "no torch.yaml cell ships its CUDA, torch and platform"
 DUPLICATE = "a duplicate of a wheel already listed (another spelling or release)"
+NO_PYTHON = "an interpreter tag no Python has (like 'cp3_12'; pip installs it nowhere)"
 CXX11_FROM = Version("2.7")  # PyPI's Linux torch wheels use the C++11 ABI from 2.7 on
 
 
@@ -260,6 +262,8 @@ def _place(version: Version, tag: Tag, matrix: Matrix | None) -> Placement:
     reason = _not_a_cuda_build(version.local, tag.platform)
     if reason is not None:
         return Placement(reason=reason)
+    if not (_INTERPRETER.match(tag.interpreter) or _GENERIC.match(tag.interpreter)):
+        return Placement(reason=NO_PYTHON)  # else read as 'py3': listed for every Python
     asks = _Asks.read(version.local or "", tag)
     if asks is None:
         return Placement(reason=UNKNOWN_LABEL)

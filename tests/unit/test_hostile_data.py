@@ -243,6 +243,29 @@ def test_a_wheelhouse_name_of_no_shape_is_refused_unread_and_unwritten(
     assert not (out / "files").exists()
 
 
+@pytest.mark.parametrize(
+    ("tag", "pythons"),
+    [
+        ("cp3_12-cp3_12", None),
+        ("cpx12-cpx12", None),
+        ("cp312-cp312", {"3.12"}),
+        ("cp312-abi3", {"3.12", "3.13", "3.14"}),
+        ("py3-none", {"3.10", "3.11", "3.12", "3.13", "3.14"}),
+    ],
+)
+def test_an_interpreter_tag_no_python_has_is_filed_under_no_python(
+    tag: str, pythons: set[str] | None
+) -> None:
+    """`cp3_12` parses as a tag but names no Python: read as 'py3' it was listed for every
+    Python of its cell, though pip installs it under none (nor the install helper's pin)."""
+    name = f"demo_pkg-1.0.0+cu130torch2.14-{tag}-manylinux_2_28_x86_64.whl"
+    place = entries.covers_from_name(name, load_matrix(REPO))
+    if pythons is None:
+        assert (place.covers, place.reason) == ((), entries.NO_PYTHON)
+    else:
+        assert {c.python for c in place.covers} == pythons and place.reason is None
+
+
 ASCII = st.characters(min_codepoint=0x20, max_codepoint=0x7E)
 SHAPED = st.sampled_from(["cu130", "2.14", "3.12", "linux_x86_64", "sm_90", "sm_100f", "sm_90a"])
 VALUE = st.one_of(
