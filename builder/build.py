@@ -61,6 +61,7 @@ class BuildOptions:
     split: shard.Split | None = None  # a compile shard or the link build of a split compile
     farm_wheels: str | None = None  # farm_requires from: a wheelhouse or the farm's index URL;
     # None: out_dir
+    fetch_timeout: float = source.FETCH_SECONDS  # seconds the source download or clone may take
 
     def recorded(self) -> record.RecordedOptions:
         """The options the build record keeps (core.record.RecordedOptions names them, each a
@@ -388,6 +389,7 @@ def _compile(target: Target, opts: BuildOptions, steps: Steps) -> _Compiled:
             cache=opts.cache,
             sdist_index=opts.sdist_index,
             log=log,
+            timeout=opts.fetch_timeout,
         )
     env = compile_env(target, tc, py.parent, torch_site, work, opts.cache, link)
     env = shard.prepare(env, opts.split, src=src, work=work)

@@ -8,6 +8,7 @@ import io
 import shutil
 import stat
 import tarfile
+import time
 import zipfile
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -18,13 +19,14 @@ from packaging.version import InvalidVersion
 
 from wheelfarm.core.archive import READ_ERRORS, Budget, Limits
 from wheelfarm.core.errors import BuildError
-from wheelfarm.core.http import download, make_session
+from wheelfarm.core.http import Deadline, DeadlineError, download, make_session
 from wheelfarm.core.proc import call
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.core.simple import project_files
 from wheelfarm.matrix.model import PackageVersion, Source
 
 DEFAULT_SDIST_INDEX = "https://pypi.org/simple/"
+FETCH_SECONDS = 1800.0  # --timeout's default for a source: an sdist of hundreds of MB, slowly
 SDIST_LIMITS = Limits()
 _SDIST = (".tar.gz", ".zip")
 # git may fetch over https (the loader lets no other URL through) and from a local repository
@@ -36,11 +38,11 @@ _GIT_PROTOCOLS = (
 )
 
 
-def sdist_url(index: str, name: str, version: str) -> str:
+def sdist_url(index: str, name: str, version: str, deadline: Deadline | None = None) -> str:
     """Find the sdist of name==version on a PEP 503 index page."""
     page = urljoin(index if index.endswith("/") else index + "/", f"{canonicalize_name(name)}/")
     with make_session() as session:
-        files = project_files(session, page)
+        files = project_files(session, page, deadline=deadline)
     for file in files:
         if not file.filename.endswith(_SDIST):
             continue
@@ -162,10 +164,12 @@ def fetch(
     cache: Path,
     sdist_index: str,
     log: Path,
+    timeout: float = FETCH_SECONDS,
 ) -> Path:
     """Materialise the source tree under `work/src` and apply the farm root's patches at its
     root; return the folder to build: the tree, or its `subdir`. A `path:` source is a folder
-    of the farm root."""
+    of the farm root. The download or clone stops after `timeout` seconds in all (--timeout),
+    so a mirror dripping bytes cannot hold a build."""
     s = source.source
     if s.subdir is not None and (problem := Source.subdir_problem(s.subdir)) is not None:
         msg = f"{package}: source subdir {s.subdir!r} {problem}: give a folder inside the source"
@@ -173,18 +177,13 @@ def fetch(
     src_root = work / "src"
     shutil.rmtree(src_root, ignore_errors=True)
     if s.sdist is not None and s.sha256 is not None:
-        url = sdist_url(sdist_index, s.sdist, str(source.version))
-        archive = download(url, cache / "sdists" / s.sha256 / url.rsplit("/", 1)[-1], s.sha256)
+        deadline = Deadline.after(timeout)  # the index page and the download together
+        url = sdist_url(sdist_index, s.sdist, str(source.version), deadline)
+        dest = cache / "sdists" / s.sha256 / url.rsplit("/", 1)[-1]
+        archive = download(url, dest, s.sha256, deadline=deadline)
         tree = _extract(archive, src_root)
     elif s.git is not None and s.commit is not None:
-        call(["git", "init", "--quiet", src_root], log=log)
-        # `--` ends the options: a URL or commit from YAML is never read as one
-        git_fetch = ["fetch", "--quiet", "--depth", "1", "--", s.git, s.commit]
-        call(["git", *_GIT_PROTOCOLS, "-C", src_root, *git_fetch], log=log)
-        call(["git", "-C", src_root, "checkout", "--quiet", "FETCH_HEAD"], log=log)
-        if s.submodules:  # the commits the superproject pins, over the same transports
-            update = ["submodule", "update", "--init", "--recursive", "--depth", "1"]
-            call(["git", *_GIT_PROTOCOLS, "-C", src_root, *update], log=log)
+        _clone(s.git, s.commit, src_root, submodules=s.submodules, log=log, timeout=timeout)
         tree = src_root
     elif s.path is not None:
         origin = root.inside(s.path, f"{package}: source path")
@@ -207,6 +206,34 @@ def fetch(
             log=log,
         )
     return tree if s.subdir is None else _build_folder(package, tree, s.subdir)
+
+
+def _clone(
+    url: str, commit: str, dest: Path, *, submodules: bool, log: Path, timeout: float
+) -> None:
+    """Check out `commit` of `url` (and the submodule commits it pins) into `dest`; the fetches
+    are killed after `timeout` seconds in all, a DeadlineError naming --timeout."""
+    ends = time.time() + timeout
+
+    def bounded(*args: str) -> None:
+        try:
+            call(["git", *_GIT_PROTOCOLS, "-C", dest, *args], log=log, deadline=ends)
+        except BuildError as exc:
+            if time.time() < ends:
+                raise
+            msg = (
+                f"git {args[0]} of {url} stopped at the overall time limit (--timeout "
+                f"{timeout:g}s); the server is too slow or the repository too large: retry "
+                f"later or raise --timeout"
+            )
+            raise DeadlineError(msg) from exc
+
+    call(["git", "init", "--quiet", dest], log=log)
+    # `--` ends the options: a URL or commit from YAML is never read as one
+    bounded("fetch", "--quiet", "--depth", "1", "--", url, commit)
+    call(["git", "-C", dest, "checkout", "--quiet", "FETCH_HEAD"], log=log)
+    if submodules:  # the commits the superproject pins, over the same transports
+        bounded("submodule", "update", "--init", "--recursive", "--depth", "1")
 
 
 def _build_folder(package: str, tree: Path, subdir: str) -> Path:

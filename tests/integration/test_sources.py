@@ -4,17 +4,21 @@ wheels."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
+from tests.integration.test_github_limits import serve
 from tests.roots import REPO
 from wheelfarm.builder import toolchain
 from wheelfarm.builder.source import fetch, sdist_url
+from wheelfarm.core.http import DeadlineError
 from wheelfarm.index.serve import served
 from wheelfarm.matrix.model import PackageVersion, Source
 
@@ -123,3 +127,56 @@ def test_the_sdist_is_found_on_a_pep503_page(tmp_path: Path) -> None:
     with served(tmp_path) as url:
         found = sdist_url(f"{url}simple", "causal_conv1d", "1.7.0")
     assert found == f"{url}f/causal_conv1d-1.7.0.tar.gz"
+
+
+def _fetch_within(source: PackageVersion, tmp: Path, index: str) -> tuple[str, float]:
+    """fetch with a 2 s --timeout: the DeadlineError's message and the seconds it took."""
+    started = time.monotonic()
+    with pytest.raises(DeadlineError) as caught:
+        fetch("causal-conv1d", source, tmp / "work", root=REPO, cache=tmp / "cache",
+              sdist_index=index, log=tmp / "log", timeout=2.0)  # fmt: skip
+    return str(caught.value), time.monotonic() - started
+
+
+def test_an_sdist_index_dripping_bytes_cannot_hold_the_build_past_its_timeout(
+    tmp_path: Path,
+) -> None:
+    """A page that sends a byte every half second (each read is quick, so the per-request
+    timeout never fires): build's --timeout stops the source step, exit 9 (a NetworkError)."""
+
+    def drip(handler: http.server.BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Content-Length", "400")
+        handler.end_headers()
+        for _ in range(40):  # 20 s at most, whoever listens
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            time.sleep(0.5)
+
+    source = PackageVersion(version=Version("1.7.0"),
+                            source=Source(sdist="causal-conv1d", sha256="0" * 64))  # fmt: skip
+    with serve(drip) as base:
+        message, took = _fetch_within(source, tmp_path, f"{base}/simple/")
+    assert "stopped at the overall time limit (--timeout 2s)" in message
+    assert took < 8
+
+
+def test_a_git_fetch_that_hangs_is_killed_at_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A remote that never answers (a git that sleeps in its fetch): killed at --timeout, one
+    DeadlineError naming the URL and the option, not a build error about git."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real = shutil.which("git")
+    fake = bin_dir / "git"
+    fake.write_text(f'#!/bin/sh\ncase " $* " in *" fetch "*) sleep 60;; esac\nexec {real} "$@"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    source = PackageVersion(version=Version("1.7.0"),
+                            source=Source(git="https://example.invalid/x.git", commit="a" * 40))  # fmt: skip
+    message, took = _fetch_within(source, tmp_path, "unused")
+    assert message.startswith("git fetch of https://example.invalid/x.git stopped at the overall")
+    assert "--timeout 2s" in message
+    assert took < 8

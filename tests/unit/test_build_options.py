@@ -99,3 +99,18 @@ def test_rebuild_and_compare_builds_with_the_records_options(
     (opts,) = seen
     assert opts.recorded() == recorded
     assert (opts.cache, opts.python) == (tmp_path, "3.12")
+
+
+@pytest.mark.parametrize(("argv", "seconds"), [([], None), (["--timeout", "90"], 90.0)])
+def test_build_and_farm_take_timeout_for_the_source_fetch(
+    tmp_path: Path, argv: list[str], seconds: float | None
+) -> None:
+    """--timeout bounds the source's download or clone; its default is the builder's."""
+    from wheelfarm.builder.source import FETCH_SECONDS
+    from wheelfarm.cli import _parser
+    from wheelfarm.cli.common import build_options
+
+    for command in ("build", "farm"):
+        args = _parser().parse_args([command, *argv])
+        opts = build_options(args, local=True, out=tmp_path)
+        assert opts.fetch_timeout == (seconds or FETCH_SECONDS)

@@ -186,6 +186,8 @@ def add_build_args(p: argparse.ArgumentParser) -> None:
         help="where the import check finds the farm wheels a package imports (farm_requires): a "
         "wheelhouse folder or the farm's index URL (default: the --out folder)",
     )
+    # builder.source.FETCH_SECONDS; pip's installs keep pip's own timeouts, and --job-minutes
+    add_timeout(p, 1800, "the source's download or git clone")
 
 
 def build_options(
@@ -212,6 +214,7 @@ def build_options(
         deadline=deadline,
         split=split,
         farm_wheels=args.farm_wheels,
+        fetch_timeout=args.timeout or args.timeout_default,
     )
 
 
@@ -223,7 +226,9 @@ def add_api(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_timeout(p: argparse.ArgumentParser, default: float) -> None:
+def add_timeout(
+    p: argparse.ArgumentParser, default: float, covers: str = "the command's network work"
+) -> None:
     """--timeout: the whole command's limit for network work (core.http.Deadline), on top of
     the per-request one, so a slow or dripping server cannot hold it."""
 
@@ -238,7 +243,7 @@ def add_timeout(p: argparse.ArgumentParser, default: float) -> None:
         "--timeout",
         type=seconds,
         metavar="SECONDS",
-        help=f"stop (exit 9) when the command's network work outlasts this (default {default:g})",
+        help=f"stop (exit 9) when {covers} outlasts this (default {default:g})",
     )
     p.set_defaults(timeout_default=default)
 
