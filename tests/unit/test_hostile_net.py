@@ -592,7 +592,13 @@ def test_a_report_with_wheels_left_or_missing_fails_naming_counts() -> None:
 
 @pytest.mark.parametrize(
     ("listed", "made"),
-    [([{"number": "7; rm -rf"}], {}), ([], {"html_url": 7}), ([], ["not", "an", "object"])],
+    [
+        ([{"number": "7; rm -rf"}], {}),
+        ([], {"html_url": 7}),
+        ([], ["not", "an", "object"]),
+        ([], {"html_url": "javascript:alert(1)"}),
+        ([], {"html_url": "https://github.com/octo/farm/pull/7\n::set-output name=x::y"}),
+    ],
 )
 def test_a_pull_request_answer_of_the_wrong_shape_is_one_line(listed: Any, made: Any) -> None:
     pulls = f"{API}/repos/octo/farm/pulls?state=open&head=octo:watch&base=main"

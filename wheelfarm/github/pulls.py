@@ -6,6 +6,7 @@ from typing import Any
 
 from wheelfarm.core.errors import NetworkError
 from wheelfarm.github.client import GitHubClient
+from wheelfarm.index.entries import url_problem
 
 
 def open_or_update(client: GitHubClient, *, head: str, base: str, title: str, body: str) -> str:
@@ -25,7 +26,13 @@ def open_or_update(client: GitHubClient, *, head: str, base: str, title: str, bo
             "POST", client.repo_url("pulls"), json={**fields, "head": head, "base": base}
         )
     link = pull.get("html_url") if isinstance(pull, dict) else None
-    if not isinstance(link, str):
+    if not isinstance(link, str) or not link:
         msg = f"{client.repo}: GitHub's answer for the pull request from {head!r} has no html_url"
+        raise NetworkError(msg)
+    if (problem := url_problem(link)) is not None:  # printed, and read by people: a link only
+        msg = (
+            f"{client.repo}: GitHub's answer for the pull request from {head!r} has an html_url "
+            f"{link[:80]!a}: {problem}; is --api GitHub's?"
+        )
         raise NetworkError(msg)
     return link
