@@ -48,6 +48,23 @@ def client_for(gh: FakeGitHub, **kwargs: Any) -> GitHubClient:
 Answer = Callable[[http.server.BaseHTTPRequestHandler], None]
 
 
+def dripping(content_type: str) -> Answer:
+    """An answer that promises 400 bytes of `content_type` and sends one every 0.5 s (20 s at
+    most, whoever listens): each read is quick, so only an overall deadline stops a reader."""
+
+    def drip(handler: http.server.BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", "400")
+        handler.end_headers()
+        for _ in range(40):
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            time.sleep(0.5)
+
+    return drip
+
+
 def serve(answer: Answer) -> AbstractContextManager[str]:
     """A one-off server on 127.0.0.1 whose every GET is `answer(handler)`; its base URL."""
 
@@ -146,16 +163,7 @@ def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_timeout(
     command's --timeout stops it, exit 9, naming the option. publish, which asks for its
     release first, stops the same way, with nothing uploaded."""
 
-    def drip(handler: http.server.BaseHTTPRequestHandler) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", "200")
-        handler.end_headers()
-        for _ in range(40):  # 20 s at most, whoever listens
-            handler.wfile.write(b" ")
-            handler.wfile.flush()
-            time.sleep(0.5)
-
+    drip = dripping("application/json")
     if command == "publish":
         _farm_wheels(tmp_path / "dist", 1)
     with serve(drip) as base:

@@ -4,7 +4,6 @@ wheels."""
 
 from __future__ import annotations
 
-import http.server
 import os
 import shutil
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from tests.integration.test_github_limits import serve
+from tests.integration.test_github_limits import dripping, serve
 from tests.roots import REPO
 from wheelfarm.builder import toolchain
 from wheelfarm.builder.source import fetch, sdist_url
@@ -144,19 +143,9 @@ def test_an_sdist_index_dripping_bytes_cannot_hold_the_build_past_its_timeout(
     """A page that sends a byte every half second (each read is quick, so the per-request
     timeout never fires): build's --timeout stops the source step, exit 9 (a NetworkError)."""
 
-    def drip(handler: http.server.BaseHTTPRequestHandler) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/html")
-        handler.send_header("Content-Length", "400")
-        handler.end_headers()
-        for _ in range(40):  # 20 s at most, whoever listens
-            handler.wfile.write(b" ")
-            handler.wfile.flush()
-            time.sleep(0.5)
-
     source = PackageVersion(version=Version("1.7.0"),
                             source=Source(sdist="causal-conv1d", sha256="0" * 64))  # fmt: skip
-    with serve(drip) as base:
+    with serve(dripping("text/html")) as base:
         message, took = _fetch_within(source, tmp_path, f"{base}/simple/")
     assert "stopped at the overall time limit (--timeout 2s)" in message
     assert took < 8

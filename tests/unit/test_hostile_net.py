@@ -375,6 +375,17 @@ def attempt(work: Callable[[], Any]) -> tuple[Any, str | None]:
         return None, str(exc)
 
 
+GOOD_ASSET: dict[str, Any] = {  # an uploaded wheel asset of the shape GitHub gives
+    "id": 2,
+    "name": WHEEL,
+    "size": 10,
+    "state": "uploaded",
+    "url": f"{API}/repos/octo/farm/releases/assets/2",
+    "browser_download_url": "https://github.com/octo/farm/releases/download/t/" + WHEEL,
+    "digest": "sha256:" + "b" * 64,
+}
+
+
 def source_for(asset_list: list[dict[str, Any]]) -> tuple[ReleasesSource, Script]:
     releases = f"{API}/repos/octo/farm/releases?per_page=100"
     listed = f"{API}/repos/octo/farm/releases/1/assets?per_page=100"
@@ -453,15 +464,7 @@ def test_any_records_file_lists_its_wheel_with_shaped_archs_or_refuses_it(body: 
     """A release's records-*.json of any shape: its wheel is listed with archs of their shape
     (or none, the records file skipped with a warning), or refused with its reason; never an
     error for the rest of the index."""
-    wheel = {
-        "id": 2,
-        "name": WHEEL,
-        "size": 10,
-        "state": "uploaded",
-        "url": f"{API}/repos/octo/farm/releases/assets/2",
-        "browser_download_url": "https://github.com/octo/farm/releases/download/t/" + WHEEL,
-        "digest": "sha256:" + "b" * 64,
-    }
+    wheel = dict(GOOD_ASSET)
     records = {
         **wheel,
         "id": 9,
@@ -485,15 +488,7 @@ def test_any_records_file_lists_its_wheel_with_shaped_archs_or_refuses_it(body: 
 def test_a_stray_wheel_named_asset_is_skipped_with_a_warning(
     name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    good = {
-        "id": 2,
-        "name": WHEEL,
-        "size": 10,
-        "state": "uploaded",
-        "url": f"{API}/repos/octo/farm/releases/assets/2",
-        "browser_download_url": "https://github.com/octo/farm/releases/download/t/" + WHEEL,
-        "digest": "sha256:" + "b" * 64,
-    }
+    good = dict(GOOD_ASSET)
     stray = {**good, "id": 3, "name": name}
     source, _ = source_for([stray, good])
     with caplog.at_level(logging.WARNING):
