@@ -17,6 +17,7 @@ from wheelfarm.core.root import FarmRoot, find_root
 if TYPE_CHECKING:
     from wheelfarm.builder.build import BuildOptions
     from wheelfarm.builder.shard import Split
+    from wheelfarm.core.http import Deadline
     from wheelfarm.farm import TargetQuery
     from wheelfarm.github.client import GitHubClient
     from wheelfarm.matrix.expand import Expansion
@@ -214,7 +215,7 @@ def build_options(
         deadline=deadline,
         split=split,
         farm_wheels=args.farm_wheels,
-        fetch_timeout=args.timeout or args.timeout_default,
+        fetch_timeout=timeout(args),
     )
 
 
@@ -248,6 +249,19 @@ def add_timeout(
     p.set_defaults(timeout_default=default)
 
 
+def timeout(args: argparse.Namespace) -> float:
+    """--timeout's seconds, else the command's default (add_timeout keeps the two apart, so
+    publish can tell a --timeout given from none)."""
+    return float(args.timeout or args.timeout_default)
+
+
+def deadline(args: argparse.Namespace) -> Deadline:
+    """The command's overall network deadline, from now, for --timeout."""
+    from wheelfarm.core.http import Deadline
+
+    return Deadline.after(timeout(args), what="--timeout")
+
+
 def add_repo(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--repo",
@@ -271,12 +285,10 @@ def client(
     from wheelfarm.github.client import GitHubClient
 
     github = GitHubClient(repo, api=args.api, uploads=uploads)
-    if args.timeout is not None:
-        github.deadline = Deadline.after(args.timeout, what="--timeout")
-    elif deadline_minutes is not None:
+    if args.timeout is None and deadline_minutes is not None:
         github.deadline = Deadline.after(deadline_minutes * 60, what="--deadline-minutes")
     else:
-        github.deadline = Deadline.after(args.timeout_default, what="--timeout")
+        github.deadline = deadline(args)
     if deadline_minutes is not None:
         budget = deadline_minutes * 60 / github.scale
         github.budget = Deadline.after(budget, what="--deadline-minutes")

@@ -32,10 +32,9 @@ def execute(args: argparse.Namespace) -> int:
     root = common.root(args)
     target = Path(args.target)
     if args.index:
-        from wheelfarm.core.http import Deadline
-
-        deadline = Deadline.after(args.timeout or args.timeout_default, what="--timeout")
-        checks = diagnose_index(args.target, args.index, args.python, root, deadline=deadline)
+        checks = diagnose_index(
+            args.target, args.index, args.python, root, deadline=common.deadline(args)
+        )
     elif target.suffix == ".whl":
         checks = diagnose(common.existing_path(target, "wheel"), args.python, root)
     else:

@@ -26,11 +26,10 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
 def execute(args: argparse.Namespace) -> int:
     from wheelfarm.builder.envs import default_cache
     from wheelfarm.builder.redist import install_toolkit
-    from wheelfarm.core.http import Deadline
 
     downloads = (args.cache or default_cache()).resolve() / "downloads"
     root = common.root(args)
-    deadline = Deadline.after(args.timeout or args.timeout_default, what="--timeout")
+    deadline = common.deadline(args)
     home = install_toolkit(root, args.cuda, args.platform, args.dest.resolve(), downloads, deadline)
     print(home)
     return 0

@@ -32,7 +32,7 @@ def execute(args: argparse.Namespace) -> int:
     from wheelfarm.watch import DEFAULT_INDEX, DEFAULT_PYPI, watch, write
 
     root = common.root(args)
-    timeout = args.timeout or args.timeout_default
+    timeout = common.timeout(args)
     result = watch(
         root, args.torch_index or DEFAULT_INDEX, args.pypi_index or DEFAULT_PYPI, timeout
     )
