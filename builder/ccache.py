@@ -19,12 +19,73 @@ The wrappers themselves are each platform's `compiler_shims` (builder/platforms/
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from wheelfarm.builder.platforms import BuildPlatform, current
+from wheelfarm.builder.platforms.common import Views
+from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 
 logger = logging.getLogger(__name__)
+
+TORCH_VIEW = "torch-include"  # the view of torch's headers in the work folder
+LIBRARY_VIEWS = "library-include"  # and of the nvidia-* wheels' headers, one folder each
+PYTHON_VIEW = "python-include"  # and of the Python's own
+
+
+def header_view(folder: Path, view: Path) -> None:
+    """`view`: the same files as `folder` (hard links, copies across file systems). A torch
+    env's headers sit under `lib/pythonX.Y/site-packages`, and the compiler writes the path it
+    found a header at into its preprocessed output, which ccache hashes: through a view in the
+    work folder (CCACHE_BASEDIR, so ccache sees a relative path) a unit that never includes
+    Python.h hashes the same for every Python of its group (docs/adr/0016-python-groups.md)."""
+    shutil.rmtree(view, ignore_errors=True)
+    view.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(folder, view, symlinks=True, copy_function=_link_or_copy)
+    # GCC's #pragma once takes two headers of the same content and mtime for one file (torch
+    # has such twins: c10/util/python_stub.h, torch/csrc/utils/python_stub.h), so the
+    # preprocessed text followed the times pip happened to write: one time for all of them
+    for path in view.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            os.utime(path, (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+@dataclass(frozen=True)
+class Headers:
+    """Header folders whose paths name the build's Python: torch's own inside its env (its
+    include paths name them), the CUDA libraries' of torch's nvidia-* wheels that a minimal
+    toolkit lacks (the builder adds them), and the Python's own."""
+
+    torch: Path | None = None
+    libraries: tuple[Path, ...] = ()
+    python: Path | None = None  # Python.h's folder: on every command line, which nvcc's hash keeps
+
+
+def views(headers: Headers, base: Path, platform: BuildPlatform) -> Views:
+    """Views in `base` of the env's header folders (header_view): torch's and Python's only
+    where the platform's wrappers rewrite arguments to them."""
+    rewrite = {}
+    named = (headers.torch, TORCH_VIEW, "torch"), (headers.python, PYTHON_VIEW, "Python.h")
+    for folder, name, member in named if platform.rewrites_arguments else ():
+        # only a folder that holds what it should: never a view of a whole system folder
+        if folder is not None and (folder / member).exists():
+            header_view(folder, base / name)
+            rewrite[str(folder)] = str(base / name)
+    include = []
+    for i, folder in enumerate(headers.libraries):
+        view = base / LIBRARY_VIEWS / f"{i}-{folder.parent.name}"
+        header_view(folder, view)
+        include.append(view)
+    return Views(rewrite, tuple(include))
 
 
 def wrap_compilers(
@@ -33,16 +94,23 @@ def wrap_compilers(
     shims: Path,
     *,
     base: Path,
+    headers: Headers = Headers(),
     platform: BuildPlatform | None = None,
 ) -> dict[str, str]:
     """`env` with ccache in front of the host compiler and nvcc (wrappers made in `shims`; on
     Linux nvcc names each .cu by its path under `base`, the work folder) the way `platform`
-    (default: this machine's) does it; unchanged, with a warning, when ccache is not on its
-    PATH."""
+    (default: this machine's) does it, every compile reaching `headers` through views in
+    `base`; without ccache on its PATH, uncached (a warning) with the library headers on
+    CPATH."""
     ccache = shutil.which("ccache", path=env.get("PATH"))
     if ccache is None:
         logger.warning("ccache is not on PATH: compiling uncached (pip install 'wheelfarm[build]')")
-        return env
+        if not headers.libraries:
+            return env
+        cpath = [*map(str, headers.libraries), *filter(None, [env.get("CPATH")])]
+        return {**env, "CPATH": os.pathsep.join(cpath)}
     shutil.rmtree(shims, ignore_errors=True)
     env = {**env, "TORCH_NO_COMPILER_WRAPPER": "1"}
-    return (platform or current()).compiler_shims(env, ccache, cuda_home, shims, base)
+    platform = platform or current()
+    made = views(headers, base, platform)
+    return platform.compiler_shims(env, ccache, cuda_home, shims, base, made)

@@ -8,6 +8,7 @@ fresh, thin venv that sees the shared torch through a .pth file: nothing it inst
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -26,6 +27,9 @@ from wheelfarm.matrix.load import requirement_problem
 
 PIP_INDEX = "pip"  # torch index value meaning "pip's own configuration (or a mirror) decides"
 ENV_LOCK_TIMEOUT = 1800.0  # seconds a second build waits for a torch env another is making
+# An interpreter's minor (the env's cpXY) and what tells two installs of it apart: the base
+# install it runs from and its full version.
+IDENTITY_PROGRAM = "import sys; print('%d%d' % sys.version_info[:2], sys.base_prefix, sys.version)"
 
 
 def default_cache() -> Path:
@@ -33,10 +37,17 @@ def default_cache() -> Path:
 
 
 def site_packages(python: Path) -> Path:
-    out = call(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture=True
-    )
-    return Path(out.strip())
+    return _sysconfig_path(python, "purelib")
+
+
+def python_include(python: Path) -> Path:
+    """The folder of Python.h that torch's cpp_extension puts on every compile's command line."""
+    return _sysconfig_path(python, "include")
+
+
+def _sysconfig_path(python: Path, name: str) -> Path:
+    program = f"import sysconfig; print(sysconfig.get_paths()[{name!r}])"
+    return Path(call([python, "-c", program], capture=True).strip())
 
 
 @dataclass(frozen=True)
@@ -55,11 +66,12 @@ class TorchEnv:
 def torch_env(
     cache: Path, *, python: str, torch: str, cuda: str, index: str, log: Path
 ) -> TorchEnv:
-    """Make (once) or reuse the venv with torch==`torch` for `cuda`; check what pip installed."""
-    version = call(
-        [python, "-c", "import sys; print('%d%d' % sys.version_info[:2])"], capture=True
-    ).strip()
-    path = cache / "envs" / f"torch{torch}-{cuda}-cp{version}"
+    """Make (once) or reuse the venv with torch==`torch` for `cuda`; check what pip installed.
+    One env per interpreter (its version and install), not per cpXY tag: a second CPython of
+    the same minor has its own headers, which a build must compile against (ADR 16)."""
+    version, identity = call([python, "-c", IDENTITY_PROGRAM], capture=True).split(maxsplit=1)
+    digest = hashlib.sha256(identity.strip().encode()).hexdigest()[:8]
+    path = cache / "envs" / f"torch{torch}-{cuda}-cp{version}-{digest}"
     if not (path / ".complete").is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = path.with_name(f".{path.name}.lock")  # hidden: no glob of envs meets it

@@ -12,10 +12,10 @@ A build predicted past GitHub's job limit runs as K compile shards and one link 
   the cache for at least MIN_HIT_RATE of its compiles, else it fails naming the objects that
   missed (from ccache's log).
 
-Shard and link must hash the same compile commands: NVCC_THREADS (nvcc --threads, which the
-builder otherwise picks per machine) is 1 in every job of a split build, ccache hashes the
-compilers' content (each job installs its toolkit afresh, so mtimes differ), and
-CCACHE_BASEDIR/NOHASHDIR take the work folder out of the hash.
+Shard and link must hash the same compile commands, as every build does (ADR 16):
+NVCC_THREADS (nvcc --threads) is the same on every machine, ccache hashes the compilers'
+content (each job installs its toolkit afresh, so mtimes differ), and CCACHE_BASEDIR/NOHASHDIR
+take the work folder out of the hash.
 
 The shim reads build.ninja itself (parse_ninja) rather than asking the real ninja for
 `-t compdb` (a statement's first input and output only) and `-t targets all`: on torch-written
@@ -261,10 +261,6 @@ def prepare(env: dict[str, str], split: Split | None, *, src: Path, work: Path) 
     caches merged into CCACHE_DIR, ccache logging each compile); unchanged without a split."""
     if split is None:
         return env
-    # nvcc --threads is in the hashed command line, and the builder picks it per machine: one
-    # value for every job of a split build (the shards are its parallelism)
-    # and each job installs its toolkit afresh: hash the compilers' content, not their mtime
-    env = {**env, "NVCC_THREADS": "1", "CCACHE_COMPILERCHECK": "content"}
     folder = work / "split"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)

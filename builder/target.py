@@ -5,7 +5,7 @@ made once."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from packaging.version import InvalidVersion, Version
@@ -136,6 +136,35 @@ def resolve(
         msg = f"{build_id!r} is not a build of this matrix{tip}"
         raise PlanError(msg)
     return _target(matrix, build, expansion, from_pypi=from_pypi)
+
+
+def resolve_group(
+    matrix: Matrix,
+    expansion: Expansion,
+    group_id: str,
+    pythons: Sequence[str] = (),
+    *,
+    from_pypi: bool = False,
+) -> list[Target]:
+    """The targets of a group job (`plan`'s group id, docs/adr/0016-python-groups.md), oldest
+    Python first: those of `pythons`, or every Python of the group."""
+    members = sorted(
+        (b for b in expansion.builds if b.group_id == group_id and b.abi == "cpython"),
+        key=lambda b: Version(b.python),
+    )
+    if not members:  # a build's own id
+        target = resolve(matrix, expansion, group_id, from_pypi=from_pypi)
+        if pythons and target.build.python not in pythons:
+            msg = f"--pythons {' '.join(pythons)}: {group_id} builds Python {target.build.python}"
+            raise PlanError(msg)
+        return [target]
+    have = [b.python for b in members]
+    unknown = [p for p in pythons if p not in have]
+    if unknown:
+        msg = f"--pythons {' '.join(unknown)}: group {group_id} has Pythons {' '.join(have)}"
+        raise PlanError(msg)
+    chosen = [b for b in members if not pythons or b.python in pythons]
+    return [_target(matrix, b, expansion, from_pypi=from_pypi) for b in chosen]
 
 
 def select(

@@ -92,6 +92,16 @@ class Build:
         """Stable identifier, e.g. 'flash-attn-2.8.3-cu130torch2.14-cp312-linux_x86_64'."""
         return f"{self.package}-{self.version}-{self.label}-{self.python_tag}-{self.platform}"
 
+    @property
+    def group_id(self) -> str:
+        """The job that builds it with the other Pythons of its package version, CUDA, torch
+        and platform (docs/adr/0016-python-groups.md), e.g.
+        'flash-attn-2.8.3-cu130torch2.14-linux_x86_64'; a build for every Python (abi3, no
+        torch ABI) is a group of its own."""
+        if self.abi != "cpython":
+            return self.id
+        return f"{self.package}-{self.version}-{self.label}-{self.platform}"
+
 
 @dataclass(frozen=True)
 class Excluded:

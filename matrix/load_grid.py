@@ -15,6 +15,7 @@ from wheelfarm.matrix.model import (
     ArchPolicy,
     FarmConfig,
     PlatformInfo,
+    PythonGroups,
     SplitCompile,
     TorchRelease,
 )
@@ -102,6 +103,16 @@ def read_farm(path: Path, schemas: Path, errors: Problems) -> FarmConfig | None:
         publish_batch_wheels=data["publish_batch_wheels"],
         platforms={k: PlatformInfo(**v) for k, v in data["platforms"].items()},
         split_compile=_split_compile(data.get("split_compile")),
+        python_groups=_python_groups(data.get("python_groups")),
+    )
+
+
+def _python_groups(data: dict[str, Any] | None) -> PythonGroups | None:
+    if data is None:
+        return None
+    return PythonGroups(
+        next_python_fraction=float(data["next_python_fraction"]),
+        platforms=tuple(data["platforms"]),
     )
 
 

@@ -134,6 +134,15 @@ class SplitCompile:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PythonGroups:
+    """Where one job builds every Python of a group against one compiler cache, and what each
+    Python after the first costs (docs/adr/0016-python-groups.md)."""
+
+    next_python_fraction: float  # a further Python's share of its own estimate (measured)
+    platforms: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class FarmConfig:
     """Whole-run settings (farm.yaml)."""
 
@@ -142,6 +151,7 @@ class FarmConfig:
     publish_batch_wheels: int  # a publish job's share of a shard: it must fit a runner's disk
     platforms: dict[str, PlatformInfo]
     split_compile: SplitCompile | None = None
+    python_groups: PythonGroups | None = None  # None: every build is a job of its own
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,12 +11,13 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import PlanError, UsageError
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.matrix.expand import Build, Cell, Expansion
-from wheelfarm.matrix.model import Matrix, SplitCompile
+from wheelfarm.matrix.model import Matrix, PythonGroups, SplitCompile
 
 MAX_JOBS_PER_MATRIX = 256  # GitHub runs at most this many jobs from one matrix
 
@@ -48,14 +49,40 @@ class Filters:
 
 
 @dataclass(frozen=True)
+class Group:
+    """The builds one job makes in turn against one compiler cache (ADR 16): the missing Pythons
+    of a package version, CUDA, torch and platform. The first compiles every unit; each later
+    one hits the cache for every unit that never includes Python.h, so it costs `reuse` of its
+    own estimate (1.0 where the platform does not group)."""
+
+    id: str
+    builds: tuple[Build, ...]
+    reuse: float = 1.0
+
+    @property
+    def platform(self) -> str:
+        return self.builds[0].platform
+
+    @property
+    def minutes(self) -> float:
+        """The group's compile estimate: the first Python's whole, the others' `reuse` share."""
+        first, *rest = self.builds
+        return first.minutes + self.reuse * sum(b.minutes for b in rest)
+
+
+@dataclass(frozen=True)
 class Shard:
-    """At most `max_jobs` builds of one platform: one GitHub matrix."""
+    """At most `max_jobs` group jobs of one platform: one GitHub matrix."""
 
     name: str
     platform: str
     runner: str
     container: str
-    builds: tuple[Build, ...]
+    groups: tuple[Group, ...]
+
+    @property
+    def builds(self) -> tuple[Build, ...]:
+        return tuple(b for g in self.groups for b in g.builds)
 
 
 @dataclass(frozen=True)
@@ -68,41 +95,65 @@ class Plan:
     filters: Filters
     expansion: Expansion
     warnings: tuple[str, ...] = field(default=())
-    splits: dict[str, int] = field(default_factory=dict)  # build id -> its compile shards
+    splits: dict[str, int] = field(default_factory=dict)  # group id -> its compile shards
     split: SplitCompile | None = None
     # build id -> the farm_requires builds it waits for (not yet published)
     deferred: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    groups: tuple[Group, ...] = ()
 
-    def job_minutes(self, build: Build) -> tuple[float, ...]:
-        """Predicted minutes of each job the build runs: one, or its shards and its link."""
-        return job_minutes(build, self.splits.get(build.id, 0), self.split)
+    def job_minutes(self, group: Group) -> tuple[float, ...]:
+        """Predicted minutes of each job the group runs: one, or its shards and its link."""
+        return job_minutes(group, self.splits.get(group.id, 0), self.split)
+
+    def group_of(self, build_id: str) -> Group:
+        return next(g for g in self.groups if any(b.id == build_id for b in g.builds))
 
     @property
     def runner_hours(self) -> float:
-        return sum(sum(self.job_minutes(b)) for b in self.todo) / 60
+        return sum(sum(self.job_minutes(g)) for g in self.groups) / 60
 
     @property
     def longest_job_minutes(self) -> float:
-        return max((max(self.job_minutes(b)) for b in self.todo), default=0.0)
+        return max((max(self.job_minutes(g)) for g in self.groups), default=0.0)
 
 
-def compile_shards(build: Build, split: SplitCompile | None) -> int:
-    """How many compile shards a build is split into; 0 for a build that runs as one job."""
+def group(builds: Sequence[Build], groups: PythonGroups | None) -> tuple[Group, ...]:
+    """The builds as group jobs, oldest Python first: every Python of a group id on a platform
+    that groups (farm.yaml python_groups), a job per build elsewhere."""
+    out: dict[str, list[Build]] = {}
+    for b in builds:
+        grouped = groups is not None and b.platform in groups.platforms
+        out.setdefault(b.group_id if grouped else b.id, []).append(b)
+    made = []
+    for gid, members in out.items():
+        members.sort(key=lambda b: Version(b.python))
+        shared = {(b.torch, b.archs.torch, b.minutes) for b in members}
+        if len(shared) > 1:  # one compile serves them all only if they compile the same
+            msg = f"group {gid}: its builds differ in torch, archs or estimate: {sorted(shared)}"
+            raise PlanError(msg)
+        reuse = groups.next_python_fraction if groups is not None and len(members) > 1 else 1.0
+        made.append(Group(gid, tuple(members), reuse))
+    return tuple(made)
+
+
+def compile_shards(group: Group, split: SplitCompile | None) -> int:
+    """How many compile shards a group is split into; 0 for a group that runs as one job."""
     if (
         split is None
-        or build.platform not in split.platforms
-        or build.minutes <= split.over_minutes
+        or group.platform not in split.platforms
+        or group.minutes <= split.over_minutes
     ):
         return 0
-    return max(2, math.ceil(build.minutes / split.shard_minutes))
+    return max(2, math.ceil(group.minutes / split.shard_minutes))
 
 
-def job_minutes(build: Build, shards: int, split: SplitCompile | None) -> tuple[float, ...]:
-    """(minutes,) of an unsplit build; the K shard jobs' minutes then the link job's."""
+def job_minutes(group: Group, shards: int, split: SplitCompile | None) -> tuple[float, ...]:
+    """(minutes,) of an unsplit group; the K shard jobs' minutes then the link job's (it links,
+    repairs and verifies every Python of the group)."""
     if not shards or split is None:
-        return (build.minutes,)
-    each = build.minutes / shards + split.job_overhead_minutes
-    link = build.minutes * split.link_fraction + split.job_overhead_minutes
+        return (round(group.minutes, 1),)
+    each = group.minutes / shards + split.job_overhead_minutes
+    link = sum(b.minutes for b in group.builds) * split.link_fraction + split.job_overhead_minutes
     return (*(round(each, 1) for _ in range(shards)), round(link, 1))
 
 
@@ -146,17 +197,17 @@ def _check_filters(filters: Filters, cells: Sequence[Cell]) -> None:
 
 
 def shard(
-    matrix: Matrix, todo: Sequence[Build], max_jobs: int, splits: dict[str, int] | None = None
+    matrix: Matrix, groups: Sequence[Group], max_jobs: int, splits: dict[str, int] | None = None
 ) -> tuple[Shard, ...]:
-    """Split builds per platform into even shards of at most `max_jobs` jobs. A split build is a
-    shard of its own (`<platform>-split-IofN`): its link job waits for its own compile shards
-    only, so they run together and their caches are fresh when it starts (ADR 13)."""
+    """Split group jobs per platform into even shards of at most `max_jobs` jobs. A split group
+    is a shard of its own (`<platform>-split-IofN`): its link job waits for its own compile
+    shards only, so they run together and their caches are fresh when it starts (ADR 13)."""
     splits = splits or {}
     out = []
-    for platform in sorted({b.platform for b in todo}):
-        mine = sorted((b for b in todo if b.platform == platform), key=lambda b: b.id)
+    for platform in sorted({g.platform for g in groups}):
+        mine = sorted((g for g in groups if g.platform == platform), key=lambda g: g.id)
         info = matrix.farm.platforms[platform]
-        whole = [b for b in mine if b.id not in splits]
+        whole = [g for g in mine if g.id not in splits]
         if whole:
             count = math.ceil(len(whole) / max_jobs)
             size = math.ceil(len(whole) / count)
@@ -170,16 +221,16 @@ def shard(
                 )
                 for i in range(count)
             ]
-        split = [b for b in mine if b.id in splits]
+        split = [g for g in mine if g.id in splits]
         out += [
             Shard(
                 f"{platform}-split-{i + 1}of{len(split)}",
                 platform,
                 info.runner,
                 info.container,
-                (b,),
+                (g,),
             )
-            for i, b in enumerate(split)
+            for i, g in enumerate(split)
         ]
     return tuple(out)
 
@@ -191,8 +242,10 @@ def make_plan(
     filters: Filters = Filters(),
     existing: set[str] | frozenset[str] = frozenset(),
     max_jobs: int | None = None,
+    grouped: bool = True,
 ) -> Plan:
-    """Select, skip what exists, shard and estimate."""
+    """Select, skip what exists, group, shard and estimate (`grouped` False: a job per build,
+    as before ADR 16)."""
     _check_filters(filters, expansion.cells)
     selected = [b for b in expansion.builds if any(filters.match(c) for c in b.covers)]
     if not selected:
@@ -210,19 +263,21 @@ def make_plan(
         msg = f"--max-jobs {jobs}: a shard holds 1 to {MAX_JOBS_PER_MATRIX} jobs (GitHub's limit)"
         raise PlanError(msg)
     split = matrix.farm.split_compile
-    # at most one matrix of compile shards per build; what still runs too long warns below
-    splits = {b.id: min(k, jobs) for b in todo if (k := compile_shards(b, split))}
+    groups = group(todo, matrix.farm.python_groups if grouped else None)
+    # at most one matrix of compile shards per group; what still runs too long warns below
+    splits = {g.id: min(k, jobs) for g in groups if (k := compile_shards(g, split))}
     return Plan(
         todo,
         present,
-        shard(matrix, todo, jobs, splits),
+        shard(matrix, groups, jobs, splits),
         filters,
         expansion,
-        _long_job_warnings(todo, matrix.farm.hosted_job_limit_minutes, splits, split)
+        _long_job_warnings(groups, matrix.farm.hosted_job_limit_minutes, splits, split)
         + _deferred_warnings(selected, deferred),
         splits,
         split,
         deferred,
+        groups,
     )
 
 
@@ -243,18 +298,19 @@ def _deferred_warnings(
 
 
 def _long_job_warnings(
-    todo: Sequence[Build], limit: int, splits: dict[str, int], split: SplitCompile | None
+    groups: Sequence[Group], limit: int, splits: dict[str, int], split: SplitCompile | None
 ) -> tuple[str, ...]:
-    """One line per package whose builds have a job predicted past the hosted-job limit."""
+    """One line per package whose group jobs have one predicted past the hosted-job limit."""
     over: dict[str, list[float]] = {}
     example: dict[str, str] = {}
-    for b in todo:
-        longest = max(job_minutes(b, splits.get(b.id, 0), split))
+    for g in groups:
+        longest = max(job_minutes(g, splits.get(g.id, 0), split))
         if longest > limit:
-            over.setdefault(b.package, []).append(longest)
-            example.setdefault(b.package, b.id)
+            package = g.builds[0].package
+            over.setdefault(package, []).append(longest)
+            example.setdefault(package, g.id)
     return tuple(
-        f"{pkg}: {len(ms)} builds predicted up to {max(ms):.0f} min > {limit} "
+        f"{pkg}: {len(ms)} job(s) predicted up to {max(ms):.0f} min > {limit} "
         f"min hosted-job limit (e.g. {example[pkg]}); send them to a self-hosted runner (the "
         f"runner_<platform> input), split their compile (farm.yaml split_compile) or narrow "
         f"their archs; cut off, a job saves its compiler cache and its rerun resumes"
@@ -281,11 +337,17 @@ def explain(plan: Plan, cell_id: str) -> str:
                 )
             if b.id not in todo:
                 return f"{cell_id}: already present as {b.id}"
+            g = plan.group_of(b.id)
+            job = (
+                f"; in job {g.id} with {len(g.builds) - 1} other Pythons"
+                if len(g.builds) > 1
+                else ""
+            )
             if len(b.covers) == 1:
-                return f"{cell_id}: built by {b.id} (archs {b.archs.torch})"
+                return f"{cell_id}: built by {b.id} (archs {b.archs.torch}{job})"
             return (
                 f"{cell_id}: covered by {b.abi} build {b.id} (built with torch {b.torch}, "
-                f"Python {b.python}; serves {len(b.covers)} cells)"
+                f"Python {b.python}; serves {len(b.covers)} cells{job})"
             )
     known = [c.id for c in plan.expansion.cells] + [e.cell.id for e in plan.expansion.excluded]
     hint = difflib.get_close_matches(cell_id, known, n=1, cutoff=0.8)
@@ -321,30 +383,34 @@ def table(plan: Plan, limit: int = 40) -> str:
         rows.append(f"... {len(plan.todo) - limit} more (--format json lists all)")
     rows.append("")
     for s in plan.shards:
-        compiles = sum(plan.splits.get(b.id, 0) for b in s.builds)
+        compiles = sum(plan.splits.get(g.id, 0) for g in s.groups)
         rows.append(
-            f"shard {s.name}: {len(s.builds)} jobs"
+            f"shard {s.name}: {len(s.groups)} jobs for {len(s.builds)} builds"
             + (f" (link jobs after {compiles} compile shards)" if compiles else "")
             + f" on {s.runner}"
             + (f" in {s.container}" if s.container else "")
         )
     if plan.splits:
         rows.append(
-            f"{len(plan.splits)} builds split into {sum(plan.splits.values())} compile shards "
+            f"{len(plan.splits)} groups split into {sum(plan.splits.values())} compile shards "
             f"and a link job each (farm.yaml split_compile)"
         )
     rows.append(
-        f"{len(plan.todo)} builds to make in {len(plan.shards)} shards, "
+        f"{len(plan.todo)} builds to make in {len(plan.groups)} group jobs and "
+        f"{len(plan.shards)} shards, "
         f"{len(plan.present)} present"
         + (f", {len(plan.deferred)} deferred (farm_requires)" if plan.deferred else "")
-        + f"; estimated {plan.runner_hours:.1f} runner-hours, longest "
+        + f"; estimated {plan.runner_hours:.1f} runner-hours "
+        f"({plan.runner_hours / max(1, len(plan.todo)):.3f} a build), longest "
         f"job {plan.longest_job_minutes:.0f} min"
     )
     return "\n".join(rows)
 
 
 def to_json(plan: Plan) -> dict[str, object]:
-    """Machine-readable plan (versioned): every build with its covered cells."""
+    """Machine-readable plan (versioned): every build with its covered cells and group job,
+    and every group job with its builds and predicted minutes."""
+    group_of = {b.id: g.id for g in plan.groups for b in g.builds}
     return {
         "version": 1,
         "runner_hours": round(plan.runner_hours, 2),
@@ -358,8 +424,7 @@ def to_json(plan: Plan) -> dict[str, object]:
                 "python": b.python,
                 "platform": b.platform,
                 "minutes": b.minutes,
-                "compile_shards": plan.splits.get(b.id, 0),
-                "job_minutes": list(plan.job_minutes(b)),
+                "group": group_of[b.id],
                 "package": b.package,
                 "torch": b.torch,
                 "archs": b.archs.torch,
@@ -369,8 +434,18 @@ def to_json(plan: Plan) -> dict[str, object]:
             }
             for b in plan.todo
         ],
+        "groups": [
+            {
+                "id": g.id,
+                "builds": [b.id for b in g.builds],
+                "minutes": round(g.minutes, 1),
+                "compile_shards": plan.splits.get(g.id, 0),
+                "job_minutes": list(plan.job_minutes(g)),
+            }
+            for g in plan.groups
+        ],
         "present": [b.id for b in plan.present],
         "shards": [
-            {"name": s.name, "platform": s.platform, "jobs": len(s.builds)} for s in plan.shards
+            {"name": s.name, "platform": s.platform, "jobs": len(s.groups)} for s in plan.shards
         ],
     }

@@ -4,13 +4,15 @@
 # development machine: the tested path is the shipped path.
 #
 # Required environment (the plan's job and the job's clock):
-#   TARGET, CUDA, PLATFORM   matrix.target.id / .cuda / .platform
+#   TARGET, CUDA, PLATFORM   matrix.target.id (a group id, or a build id) / .cuda / .platform
 #   JOB_STARTED, JOB_MINUTES when the job started (date +%s) and its time limit: the compile
 #                            stops in time for the job to save its compiler cache
 #   WHEELFARM_CACHE          torch envs, downloads, toolkits and ccache/ (restored and saved by
 #                            the workflow)
 # FARM_INDEX or else GITHUB_REPOSITORY's Pages site: where the import check finds the farm wheels
 # a package imports (farm_requires; docs/adr/0012-farm-requires.md).
+# PYTHONS (matrix.target.python): the group's Pythons, built in turn against one compiler cache
+# (docs/adr/0016-python-groups.md); empty: every Python of the group.
 # A split build (docs/adr/0011-split-compile.md): SHARD=I/K compiles shard I of K into
 # $WHEELFARM_CACHE/ccache (no wheel); LINK_CACHES=DIR links with the shard caches in DIR/*.
 # Optional: CUDA_HOME (a toolkit already installed: no install), WHEELFARM_VENV (a venv that
@@ -43,6 +45,7 @@ fi
 args=(--out "$out" --work "${WHEELFARM_WORK:-.wheelfarm/work}" --cache "$WHEELFARM_CACHE")
 args+=(--job-started "$JOB_STARTED" --job-minutes "$JOB_MINUTES")
 if [ -n "${WHEELFARM_PLAT:-}" ]; then args+=(--plat "$WHEELFARM_PLAT"); fi
+if [ -n "${PYTHONS:-}" ]; then args+=(--pythons "$PYTHONS"); fi
 if [ -n "${SHARD:-}" ]; then args+=(--shard "$SHARD"); fi
 if [ -n "${LINK_CACHES:-}" ]; then args+=(--link "$LINK_CACHES"/*); fi
 farm_index="${FARM_INDEX:-}"

@@ -20,13 +20,15 @@ if [ ! -f .wheelfarm/node/actions-bridge.cjs ] || [ tests/actions/bridge.mjs -nt
   .wheelfarm/node/node_modules/.bin/esbuild .wheelfarm/node/bridge.mjs --bundle --platform=node \
     --format=cjs --log-level=warning --outfile=.wheelfarm/node/actions-bridge.cjs
 fi
-# Headless Chromium for the landing-page test, shellcheck for the scripts (Debian packages).
+# Headless Chromium for the landing-page test, shellcheck for the scripts, and Debian's own
+# python3.11 (a second CPython of this minor, for the group-job cache test) (Debian packages).
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null \
-    || ! command -v shellcheck >/dev/null; then
+    || ! command -v shellcheck >/dev/null || ! /usr/bin/python3.11 -c 'import ensurepip' 2>/dev/null; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && apt-get install -y -qq chromium chromium-driver shellcheck >/dev/null
+    apt-get update -qq && apt-get install -y -qq chromium chromium-driver shellcheck \
+      python3.11-venv python3.11-dev >/dev/null
   else
-    echo "note: chromium, chromedriver or shellcheck missing and not root" >&2
+    echo "note: chromium, chromedriver, shellcheck or python3.11-venv missing and not root" >&2
   fi
 fi
 

@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from packaging.version import Version
 
 from wheelfarm.builder import envs
 from wheelfarm.builder.build import BuildOptions, BuildResult, expectation, run_build
-from wheelfarm.builder.target import Target, resolve, select
+from wheelfarm.builder.target import Target, resolve, resolve_group, select
 from wheelfarm.builder.toolchain import installed_cuda_tag
 from wheelfarm.builder.verify import member_differences, verify_static
 from wheelfarm.core.errors import PlanError, UsageError, VerifyError
@@ -62,6 +63,19 @@ class TargetQuery:
     def from_pypi(self) -> bool:
         """Whether torch comes from pip's own index (PyPI or a mirror), not a CUDA index."""
         return (self.torch_index or (None if self.build_id else envs.PIP_INDEX)) == envs.PIP_INDEX
+
+
+def choose_targets(
+    matrix: Matrix, expansion: Expansion, query: TargetQuery, pythons: Sequence[str] = ()
+) -> list[Target]:
+    """The targets of a group id (its `pythons`, or all), or the one target choose_target
+    finds."""
+    if query.build_id:
+        return resolve_group(matrix, expansion, query.build_id, pythons, from_pypi=query.from_pypi)
+    if pythons:
+        msg = "--pythons selects Pythons of a group id (see `wheelfarm plan --format json`)"
+        raise UsageError(msg)
+    return [choose_target(matrix, expansion, query)]
 
 
 def choose_target(matrix: Matrix, expansion: Expansion, query: TargetQuery) -> Target:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from wheelfarm.builder.platforms import linux, windows
-from wheelfarm.builder.platforms.common import RepairJob
+from wheelfarm.builder.platforms.common import RepairJob, Views
 from wheelfarm.core.platforms import PLATFORMS, OsName
 
 __all__ = ["LINUX", "REPAIRERS", "WINDOWS", "BuildPlatform", "RepairJob", "current", "for_os"]
@@ -22,6 +22,12 @@ class BuildPlatform(Protocol):
     def fakes_driver(self) -> bool:
         """Whether wheels link the driver by file name (`-lcuda`, `libcuda.so.1`), so that
         builder/driver.py stubs it where the toolkit or the machine lacks it."""
+        ...
+
+    @property
+    def rewrites_arguments(self) -> bool:
+        """Whether its compiler wrappers can rewrite arguments, so torch's and Python's headers
+        reach every compile through views that name no Python (docs/adr/0016-python-groups.md)."""
         ...
 
     @property
@@ -43,9 +49,16 @@ class BuildPlatform(Protocol):
         ...
 
     def compiler_shims(
-        self, env: dict[str, str], ccache: str, cuda_home: Path, shims: Path, base: Path
+        self,
+        env: dict[str, str],
+        ccache: str,
+        cuda_home: Path,
+        shims: Path,
+        base: Path,
+        views: Views,
     ) -> dict[str, str]:
-        """`env` with ccache in front of the host compiler and nvcc (wrappers made in `shims`)."""
+        """`env` with ccache in front of the host compiler and nvcc (wrappers made in `shims`),
+        each compile reaching the torch env's headers through `views`."""
         ...
 
     def ninja_shim(self, bin_dir: Path) -> Path:

@@ -8,7 +8,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,6 +51,16 @@ def repair_with(
             raise BuildError(msg)
         job.out_dir.mkdir(parents=True, exist_ok=True)
         return Path(shutil.move(made[0], job.out_dir / made[0].name))
+
+
+@dataclass(frozen=True)
+class Views:
+    """What the compiler wrappers do with the torch env's header folders (builder/ccache.py):
+    rewrite each argument naming a folder in `rewrite` to its view, and add `-I` of each of
+    `include` (the folders CPATH would hold)."""
+
+    rewrite: dict[str, str] = field(default_factory=dict)
+    include: tuple[Path, ...] = ()
 
 
 def empty_source(work: Path) -> Path:

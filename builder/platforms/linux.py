@@ -10,14 +10,20 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from wheelfarm.builder.platforms.common import SHIM_MODULE, RepairJob, empty_source, repair_with
+from wheelfarm.builder.platforms.common import (
+    SHIM_MODULE,
+    RepairJob,
+    Views,
+    empty_source,
+    repair_with,
+)
 from wheelfarm.core.proc import call
 
 # cudafe++ hashes the real path of a .cu file into every symbol name it makes for the file (the
 # module id), so a cold compile in another work folder gives other bytes; nvcc has no prefix map
 # for it, but names the file by its path inside the work folder when told (-Xcudafe).
 _NVCC = """#!/bin/sh
-for arg in "$@"; do
+{rewrite}for arg in "$@"; do
   case $arg in
   *.cu)
     src=$(realpath -- "$arg" 2>/dev/null) || break
@@ -29,16 +35,40 @@ exec {ccache} {nvcc} "$@"
 """
 
 
-def _script(path: Path, ccache: str, compiler: Path) -> None:
+# One argument rewrite per header view (builder/ccache.py views): the argument's first `old` becomes
+# `new`, so `-I<torch env>/.../torch/include` reaches the same headers at a path that names no
+# Python. POSIX sh: the loop rebuilds "$@" in place.
+_REWRITE = """for arg do
+  shift
+  case $arg in *{old}*) arg="${{arg%%{old}*}}"{new}"${{arg#*{old}}}" ;; esac
+  set -- "$@" "$arg"
+done
+"""
+
+
+def _rewrites(views: Views) -> str:
+    """The wrapper's lines that rewrite its arguments and add the library views' -I."""
+    text = "".join(
+        _REWRITE.format(old=shlex.quote(old), new=shlex.quote(new))
+        for old, new in views.rewrite.items()
+    )
+    if views.include:
+        text += f'set -- "$@" {" ".join(shlex.quote(f"-I{p}") for p in views.include)}\n'
+    return text
+
+
+def _script(path: Path, ccache: str, compiler: Path, views: Views) -> None:
     path.write_text(
-        f'#!/bin/sh\nexec {shlex.quote(ccache)} {shlex.quote(str(compiler))} "$@"\n',
+        f"#!/bin/sh\n{_rewrites(views)}"
+        f'exec {shlex.quote(ccache)} {shlex.quote(str(compiler))} "$@"\n',
         encoding="utf-8",
     )
     path.chmod(0o755)
 
 
-def _nvcc_script(path: Path, ccache: str, nvcc: Path, base: Path) -> None:
+def _nvcc_script(path: Path, ccache: str, nvcc: Path, base: Path, views: Views) -> None:
     text = _NVCC.format(
+        rewrite=_rewrites(views),
         base=shlex.quote(str(base.resolve())),
         ccache=shlex.quote(ccache),
         nvcc=shlex.quote(str(nvcc)),
@@ -47,7 +77,7 @@ def _nvcc_script(path: Path, ccache: str, nvcc: Path, base: Path) -> None:
     path.chmod(0o755)
 
 
-def _linked_toolkit(cuda_home: Path, home: Path, ccache: str, base: Path) -> None:
+def _linked_toolkit(cuda_home: Path, home: Path, ccache: str, base: Path, views: Views) -> None:
     """`home`: links to every entry of the real toolkit except bin/nvcc, which runs ccache."""
     (home / "bin").mkdir(parents=True)
     for entry in cuda_home.iterdir():
@@ -56,7 +86,7 @@ def _linked_toolkit(cuda_home: Path, home: Path, ccache: str, base: Path) -> Non
     for entry in (cuda_home / "bin").iterdir():
         if entry.name != "nvcc":
             (home / "bin" / entry.name).symlink_to(entry)
-    _nvcc_script(home / "bin" / "nvcc", ccache, cuda_home / "bin" / "nvcc", base)
+    _nvcc_script(home / "bin" / "nvcc", ccache, cuda_home / "bin" / "nvcc", base, views)
 
 
 def prefix_maps(env: dict[str, str], work: Path) -> dict[str, str]:
@@ -80,6 +110,7 @@ def prefix_maps(env: dict[str, str], work: Path) -> dict[str, str]:
 
 class Linux:
     fakes_driver = True
+    rewrites_arguments = True
     fixed_compiler = None
 
     def venv_python(self, venv: Path) -> Path:
@@ -92,21 +123,29 @@ class Linux:
         return prefix_maps(env, work)
 
     def compiler_shims(
-        self, env: dict[str, str], ccache: str, cuda_home: Path, shims: Path, base: Path
+        self,
+        env: dict[str, str],
+        ccache: str,
+        cuda_home: Path,
+        shims: Path,
+        base: Path,
+        views: Views,
     ) -> dict[str, str]:
         """CXX becomes a script running `ccache <real c++>`, CUDA_HOME a linked toolkit whose
-        bin/nvcc runs `ccache <real nvcc>` and names each .cu by its path under `base`."""
+        bin/nvcc runs `ccache <real nvcc>` and names each .cu by its path under `base`; both
+        rewrite each argument that names a header folder of `views` to its view and add its
+        library views' -I."""
         found = shutil.which(env.get("CXX", "c++"), path=env.get("PATH"))
         if found is None:
             return env  # no host compiler at all: the toolchain step reports it
         cxx = Path(found).resolve()
         bin_dir = shims / "bin"
         bin_dir.mkdir(parents=True)
-        _script(bin_dir / cxx.name, ccache, cxx)  # its name stays gcc's: torch checks it
+        _script(bin_dir / cxx.name, ccache, cxx, views)  # its name stays gcc's: torch checks it
         wrapped = {**env, "CXX": str(bin_dir / cxx.name)}
         if not self.nvcc(cuda_home).is_file():
             return wrapped  # no nvcc to wrap: the toolchain step reports it
-        _linked_toolkit(cuda_home, shims / "cuda", ccache, base)
+        _linked_toolkit(cuda_home, shims / "cuda", ccache, base, views)
         return {**wrapped, "CUDA_HOME": str(shims / "cuda")}
 
     def ninja_shim(self, bin_dir: Path) -> Path:

@@ -9,13 +9,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from wheelfarm.builder.platforms.common import SHIM_MODULE, RepairJob, empty_source, repair_with
+from wheelfarm.builder.platforms.common import (
+    SHIM_MODULE,
+    RepairJob,
+    Views,
+    empty_source,
+    repair_with,
+)
 from wheelfarm.core.errors import BuildError
 from wheelfarm.core.proc import call
 
 
 class Windows:
     fakes_driver = False  # nvcuda.dll loads at run time; wheels link the toolkit's import library
+    rewrites_arguments = False  # ccache's cl.exe masquerade passes them on as they are
     fixed_compiler = "msvc (from vcvars; checked by nvcc)"
 
     def venv_python(self, venv: Path) -> Path:
@@ -34,20 +41,25 @@ class Windows:
         cuda_home: Path,
         shims: Path,
         base: Path,  # noqa: ARG002 - only Linux's nvcc wrapper renames sources
+        views: Views,
     ) -> dict[str, str]:
         """A copy of ccache.exe named cl.exe leads PATH (ccache's masquerade; torch's ninja rules
         call `cl` by name), PYTORCH_NVCC puts ccache before nvcc, and NVCC_CCBIN keeps nvcc's
-        own host compiles on the real cl.exe."""
+        own host compiles on the real cl.exe. The masquerade passes arguments on unchanged, so
+        torch's headers keep their env's path (Windows builds share no objects across Pythons:
+        farm.yaml's python_groups leaves win_amd64 out) and the library views go on CPATH."""
         cl = shutil.which("cl.exe", path=env.get("PATH"))
         if cl is None:
             return env  # no MSVC environment: torch's build reports it
         shims.mkdir(parents=True)
         shutil.copy2(ccache, shims / "cl.exe")
+        cpath = [*map(str, views.include), *filter(None, [env.get("CPATH")])]
         return {
             **env,
             "PATH": os.pathsep.join([str(shims), env.get("PATH", "")]),
             "PYTORCH_NVCC": subprocess.list2cmdline([ccache, str(self.nvcc(cuda_home))]),
             "NVCC_CCBIN": cl,
+            **({"CPATH": os.pathsep.join(cpath)} if cpath else {}),
         }
 
     def ninja_shim(self, bin_dir: Path) -> Path:

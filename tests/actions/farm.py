@@ -20,7 +20,7 @@ from tests.actions.standins import standins
 from tests.fakegithub import CONTENT_CREATING, FakeGitHub
 from tests.roots import REPO
 from tests.synthetic import farm_wheel
-from wheelfarm.matrix.expand import expand
+from wheelfarm.matrix.expand import Build, expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.plan import make_plan
 
@@ -49,7 +49,10 @@ class Farm:
         self.matrix = load_matrix(REPO)
         expansion = expand(self.matrix)
         self.builds = expansion.by_id
-        self.plan = make_plan(self.matrix, expansion)  # every build's estimate and split
+        self.plan = make_plan(self.matrix, expansion)  # every group's estimate and split
+        # the old fixture workflows run a job per build (tests/actions/oldplan.py)
+        single = make_plan(self.matrix, expansion, grouped=False)
+        self.jobs = {g.id: (plan, g) for plan in (single, self.plan) for g in plan.groups}
         self.faults = faults or Faults()
         self.built: set[str] = set()
         repo = REPO.path
@@ -94,7 +97,12 @@ class Farm:
 
     def docker_run(self, model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:
         return self.build(
-            model, inst, env["TARGET"], env.get("SHARD", ""), env.get("LINK_CACHES", "")
+            model,
+            inst,
+            env["TARGET"],
+            env.get("SHARD", ""),
+            env.get("LINK_CACHES", ""),
+            env.get("PYTHONS", ""),
         )
 
     def pwsh(self, model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:
@@ -113,14 +121,19 @@ class Farm:
         return 0, 0.5
 
     def build(
-        self, model: Model, inst: Instance, target: str, part: str, link: str
+        self, model: Model, inst: Instance, target: str, part: str, link: str, pythons: str = ""
     ) -> tuple[int, float]:
-        """The target's build (or compile shard, or link) on the model's clock."""
+        """The group job's builds (or compile shard, or link) on the model's clock; a failing
+        build fails its job after the group's other builds made their wheels."""
         assert inst.workspace is not None
-        build = self.builds[target]
-        minutes = self.plan.job_minutes(build)
-        if target in self.faults.failing and not part:
-            self.faults.failing.discard(target)  # the first attempt fails; a rerun passes
+        plan, group = self.jobs[target]
+        wanted = pythons.split()
+        builds = [b for b in group.builds if not wanted or b.python in wanted]
+        minutes = plan.job_minutes(group)
+        failing = {b.id for b in builds} & self.faults.failing
+        if failing and not part:
+            self.faults.failing -= failing  # the first attempt fails; a rerun passes
+            self.wheels(inst, [b for b in builds if b.id not in failing])
             return 1, minutes[-1] / 2
         if part:
             cache = inst.workspace / ".wheelfarm" / "cache" / "ccache"
@@ -128,17 +141,23 @@ class Farm:
             (cache / f"objects-{part.replace('/', 'of')}").write_bytes(b"\0" * 1024)
             return 0, minutes[int(part.split("/", maxsplit=1)[0]) - 1]
         if link:
-            want = self.plan.splits.get(target, 0)
+            want = plan.splits.get(target, 0)
             folder = inst.workspace / link
             got = len([d for d in folder.iterdir() if d.is_dir()]) if folder.is_dir() else 0
             if got < want:
                 model.notes.append(f"{target}: link found {got} of its {want} compile-shard caches")
                 return 1, 5.0
+        self.wheels(inst, builds)
+        return 0, minutes[-1]
+
+    def wheels(self, inst: Instance, builds: list[Build]) -> None:
+        """The synthetic wheels of these builds in the job's wheelhouse."""
+        assert inst.workspace is not None
         out = inst.workspace / "wheelhouse"
         out.mkdir(parents=True, exist_ok=True)
-        farm_wheel(build, self.matrix.farm.platforms[build.platform].wheel_platform, out)
-        self.built.add(target)
-        return 0, minutes[-1]
+        for build in builds:
+            farm_wheel(build, self.matrix.farm.platforms[build.platform].wheel_platform, out)
+            self.built.add(build.id)
 
 
 def _quick(minutes: float) -> Any:

@@ -39,8 +39,14 @@ def main(argv: list[str]) -> int:
         else set()
     )
     plan = make_plan(
-        matrix, expansion, filters=common.filters(args), existing=existing, max_jobs=256
+        matrix,
+        expansion,
+        filters=common.filters(args),
+        existing=existing,
+        max_jobs=256,
+        grouped=False,
     )
+    group_of = {g.id: g for g in plan.groups}
     limit = matrix.farm.hosted_job_limit_minutes
     out = {"count": str(len(plan.todo))}
     for platform in NAMES:
@@ -63,7 +69,7 @@ def main(argv: list[str]) -> int:
         info = matrix.farm.platforms[platform]
         shards = []
         for name, builds in groups:
-            made = [jobs(plan, b, limit) for b in builds]
+            made = [jobs(plan, group_of[b.id], limit) for b in builds]
             shards.append({"name": name, "runner": info.runner, "container": info.container,
                            "include": [old(m, platform) for _, m in made],
                            "compile": [old(c, platform) for cs, _ in made for c in cs]})  # fmt: skip

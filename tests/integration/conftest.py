@@ -103,23 +103,24 @@ def demo_build(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Dem
             built.write_text(result.stdout.strip().splitlines()[-1], encoding="utf-8")
         wheel = Path(built.read_text(encoding="utf-8"))
     record = json.loads(wheel.with_name(wheel.name + ".build.json").read_text())
-    envs = sorted(
-        p for p in (cache_dir / "envs").glob("torch2.14.*-cu130-cp*") if (p / ".complete").is_file()
-    )
-    return DemoBuild(wheel, record, envs[-1])
+    return DemoBuild(wheel, record, torch_env_of(cache_dir, folder / "env.log"))
+
+
+def torch_env_of(cache_dir: Path, log: Path) -> Path:
+    """This interpreter's cu130 torch 2.14.1 environment in the run's cache (made if missing)."""
+    from wheelfarm.builder.envs import PIP_INDEX
+    from wheelfarm.builder.envs import torch_env as make
+
+    made = make(cache_dir, python=sys.executable, torch="2.14.1", cuda="cu130", index=PIP_INDEX,
+                log=log)  # fmt: skip
+    return made.path
 
 
 @pytest.fixture(scope="session")
 def torch_env(cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The run's shared cu130 torch 2.14.1 environment: made once per run (about 45 s) by the
     first test or worker that asks, else reused, whatever order the tests run in."""
-    from wheelfarm.builder.envs import PIP_INDEX
-    from wheelfarm.builder.envs import torch_env as make
-
-    log = tmp_path_factory.mktemp("torch") / "env.log"
-    made = make(cache_dir, python=sys.executable, torch="2.14.1", cuda="cu130", index=PIP_INDEX,
-                log=log)  # fmt: skip
-    return made.path
+    return torch_env_of(cache_dir, tmp_path_factory.mktemp("torch") / "env.log")
 
 
 @contextmanager

@@ -3,7 +3,7 @@ is checked for its shape: nothing else runs them, and one that no longer runs (a
 function, a matrix file its synthetic root lacks) went unnoticed until someone measured.
 
 The sizes are the smallest that still go through every step; what the benchmarks measure at
-their default size is unchanged. The two that compile build the demo extension for one arch
+their default size is unchanged. The three that compile build the demo extension for one arch
 (no upstream package) and still take minutes, so they are `compiling_benchmark`: run by
 `bash scripts/test.sh --run-benchmarks tests/integration/test_benchmarks.py`, not by CI."""
 
@@ -73,6 +73,13 @@ CASES = [
         ["--package", "wheelfarm-demo", "--archs", ARCH, "--shards", "2"],
         rf"^link/unsharded={NUMBER} shards_cpu/unsharded={NUMBER} hits=100\.0%$",
         id="sharded_build",
+        marks=pytest.mark.compiling_benchmark,
+    ),
+    pytest.param(
+        "python_reuse.py",
+        ["--package", "wheelfarm-demo", "--archs", ARCH],
+        rf"^second/first={NUMBER} nvcc_hits=100\.0% wheels_ok=2$",
+        id="python_reuse",
         marks=pytest.mark.compiling_benchmark,
     ),
 ]

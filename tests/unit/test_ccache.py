@@ -87,3 +87,69 @@ def test_windows_masquerades_cl_and_prefixes_nvcc(tmp_path: Path, tools: dict[st
     assert out["PYTORCH_NVCC"] == f"{tmp_path}/tools/ccache {tmp_path}/cuda/bin/nvcc.exe"
     assert out["NVCC_CCBIN"] == str(real_cl)  # nvcc's own host compiles skip the masquerade
     assert out["TORCH_NO_COMPILER_WRAPPER"] == "1"
+
+
+def test_linux_wrappers_reach_the_torch_envs_headers_through_views(
+    tmp_path: Path, tools: dict[str, str]
+) -> None:
+    """Views in the work folder (hard links) of torch's headers and the nvidia-* wheels'; the
+    wrappers name them (tests/integration/test_python_groups.py runs the wrappers)."""
+    site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
+    (site / "torch" / "include" / "ATen").mkdir(parents=True)
+    (site / "torch" / "include" / "torch").mkdir()
+    (site / "torch" / "include" / "ATen" / "ATen.h").write_text("// aten\n")
+    (site / "nvidia" / "cusparse" / "include").mkdir(parents=True)
+    (site / "nvidia" / "cusparse" / "include" / "cusparse.h").write_text("// cusparse\n")
+    work = tmp_path / "work"
+    headers = ccache.Headers(
+        torch=site / "torch" / "include", libraries=(site / "nvidia" / "cusparse" / "include",)
+    )
+    env = ccache.wrap_compilers(
+        tools, tmp_path / "cuda", work / "shims", base=work, headers=headers
+    )
+    view = work / ccache.TORCH_VIEW
+    assert (view / "ATen" / "ATen.h").stat().st_ino == (
+        site / "torch" / "include" / "ATen" / "ATen.h"
+    ).stat().st_ino  # a hard link, not a copy
+    library = work / ccache.LIBRARY_VIEWS / "0-cusparse"
+    assert (library / "cusparse.h").read_text() == "// cusparse\n"
+    assert "CPATH" not in env
+    for wrapper in (Path(env["CXX"]), Path(env["CUDA_HOME"]) / "bin" / "nvcc"):
+        text = wrapper.read_text()
+        assert f"*{site}/torch/include*)" in text and f"-I{library}" in text
+
+
+def test_without_ccache_the_library_headers_go_on_cpath(
+    tmp_path: Path, tools: dict[str, str]
+) -> None:
+    (tmp_path / "tools" / "ccache").unlink()
+    folder = tmp_path / "site" / "nvidia" / "cusparse" / "include"
+    env = ccache.wrap_compilers(
+        {**tools, "CPATH": "/mine"},
+        tmp_path / "cuda",
+        tmp_path / "shims",
+        base=tmp_path,
+        headers=ccache.Headers(libraries=(folder,)),
+    )
+    assert env["CPATH"] == f"{folder}{os.pathsep}/mine"
+
+
+def test_windows_keeps_torchs_paths_and_puts_the_library_views_on_cpath(
+    tmp_path: Path, tools: dict[str, str]
+) -> None:
+    """ccache's cl.exe masquerade passes arguments on as they are: no torch view is made
+    (nothing would name it), and the nvidia-* headers' views go on CPATH."""
+    real_cl = _exe(tmp_path / "msvc" / "cl.exe")
+    site = tmp_path / "env" / "Lib" / "site-packages"
+    (site / "torch" / "include" / "torch").mkdir(parents=True)
+    (site / "nvidia" / "cublas" / "include").mkdir(parents=True)
+    env = {**tools, "PATH": tools["PATH"] + os.pathsep + str(real_cl.parent)}
+    headers = ccache.Headers(
+        torch=site / "torch" / "include", libraries=(site / "nvidia" / "cublas" / "include",)
+    )
+    work = tmp_path / "work"
+    out = ccache.wrap_compilers(
+        env, tmp_path / "cuda", work / "shims", base=work, headers=headers, platform=WINDOWS
+    )
+    assert out["CPATH"] == str(work / ccache.LIBRARY_VIEWS / "0-cublas")
+    assert not (work / ccache.TORCH_VIEW).exists()

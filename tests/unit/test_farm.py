@@ -12,7 +12,7 @@ import pytest
 from tests.roots import REPO
 from tests.synthetic import farm_wheel
 from wheelfarm import farm
-from wheelfarm.core.errors import UsageError, VerifyError
+from wheelfarm.core.errors import PlanError, UsageError, VerifyError
 from wheelfarm.core.record import path_for
 from wheelfarm.matrix.expand import Build, Expansion, expand
 from wheelfarm.matrix.load import load_matrix
@@ -71,3 +71,25 @@ def test_a_record_of_another_wheel_or_of_no_shape_is_a_usage_error(
 def test_a_recorded_arch_list_of_no_shape_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match=r"target\.archs 'sm_90; rm -rf' is no arch list"):
         farm._archs("sm_90; rm -rf")
+
+
+def test_a_group_id_builds_the_pythons_asked_for_oldest_first() -> None:
+    matrix = load_matrix(REPO)
+    expansion = expand(matrix)
+    group = "causal-conv1d-1.7.0-cu130torch2.14-linux_x86_64"
+    query = farm.TargetQuery(build_id=group)
+    chosen = farm.choose_targets(matrix, expansion, query, ["3.13", "3.11"])
+    assert [t.id for t in chosen] == [
+        "causal-conv1d-1.7.0-cu130torch2.14-cp311-linux_x86_64",
+        "causal-conv1d-1.7.0-cu130torch2.14-cp313-linux_x86_64",
+    ]
+    every = farm.choose_targets(matrix, expansion, query)
+    assert len(every) > 2 and all(t.build.group_id == group for t in every)
+    with pytest.raises(PlanError, match=r"--pythons 3\.9 3\.7: group .* has Pythons 3\.1"):
+        farm.choose_targets(matrix, expansion, query, ["3.9", "3.7"])
+    one = farm.TargetQuery(build_id=chosen[0].id)
+    assert [t.id for t in farm.choose_targets(matrix, expansion, one, ["3.11"])] == [chosen[0].id]
+    with pytest.raises(PlanError, match=r"builds Python 3\.11"):
+        farm.choose_targets(matrix, expansion, one, ["3.12"])
+    with pytest.raises(UsageError, match="--pythons selects Pythons of a group id"):
+        farm.choose_targets(matrix, expansion, farm.TargetQuery(local=True), ["3.12"])

@@ -13,6 +13,7 @@ from wheelfarm.core.errors import ConfigError, PlanError, UsageError
 from wheelfarm.github.actions import (
     JOB_KEYS,
     MAX_OUTPUT_BYTES,
+    batches,
     expected,
     github_outputs,
     plan_document,
@@ -24,8 +25,10 @@ from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.plan import (
     Filters,
+    Group,
     existing_build_ids,
     explain,
+    group,
     make_plan,
     shard,
 )
@@ -207,12 +210,12 @@ def test_sharding_600_jobs_into_3() -> None:
     plan = make_plan(m, e, filters=Filters(platform=("linux_x86_64",)), max_jobs=256)
     assert len(plan.todo) > 512  # > 2 shards worth
     shards = [s for s in plan.shards if s.platform == "linux_x86_64"]
-    whole = [b for b in plan.todo if b.id not in plan.splits]  # split builds: their own shard
+    whole = [g for g in plan.groups if g.id not in plan.splits]  # split groups: their own shard
     assert len([s for s in shards if "-split-" not in s.name]) == -(-len(whole) // 256)
-    assert all(len(s.builds) <= 256 for s in shards)
+    assert all(len(s.groups) <= 256 for s in shards)  # a shard's jobs are groups
     assert sum(len(s.builds) for s in shards) == len(plan.todo)
-    six_hundred = shard(m, plan.todo[:600], 256)
-    assert [len(s.builds) for s in six_hundred] == [200, 200, 200]
+    six_hundred = shard(m, group(plan.todo[:600], None), 256)  # a job per build
+    assert [len(s.groups) for s in six_hundred] == [200, 200, 200]
     assert [s.name for s in six_hundred] == [f"linux_x86_64-{i}of3" for i in (1, 2, 3)]
 
 
@@ -230,9 +233,16 @@ def test_github_outputs_name_shards_and_the_plan_file_holds_their_matrices() -> 
             assert all(tuple(j) == JOB_KEYS for j in include)
             batches = json.loads(shard["batches"])
             assert {j["batch"] for j in include} == set(batches)
-            assert sum(len(expected(document, name, b)["include"]) for b in batches) == len(include)
-            total += len(include)
+            builds = document["shards"][name]["builds"]  # a group job's build ids
+            published = [i["id"] for b in batches for i in expected(document, name, b)["include"]]
+            assert published == [i for j in include for i in builds[j["id"]]]
+            for b in batches:  # a batch holds whole groups, at most publish_batch_wheels wheels
+                mine = [j for j in include if j["batch"] == b]
+                held = sum(len(builds[j["id"]]) for j in mine)
+                assert held <= m.farm.publish_batch_wheels or len(mine) == 1
+            total += len(published)
     assert total == int(out["count"]) == len(plan.todo)
+    assert len(plan.groups) < len(plan.todo)  # its Pythons share a job
     assert max(len(v.encode("utf-16-le")) for v in out.values()) < 8 * 1024
 
 
@@ -297,14 +307,18 @@ def test_long_jobs_warn_once_per_package(matrix_dir: Callable[..., Path]) -> Non
     m = _matrix(matrix_dir, "{kind: cpython}", extra=ONLY_214 + "build_minutes_per_arch: 100\n")
     plan = make_plan(m, expand(m))
     assert plan.warnings == ()
-    assert plan.longest_job_minutes == 130  # 600 / 5 shards + 10 overhead
+    # five Pythons in one group of 600 + 4 * 0.2 * 600 = 1080 minutes: 9 shards of 1080 / 9 + 10,
+    # and a link job of 10 % of the five builds' 3000 + 10 that finishes every Python
+    assert m.farm.python_groups is not None and m.farm.python_groups.next_python_fraction == 0.2
+    assert plan.job_minutes(plan.groups[0]) == (130.0,) * 9 + (310.0,)
+    assert plan.longest_job_minutes == 310
 
 
 def test_jobs_too_long_even_split_warn_once_per_package(matrix_dir: Callable[..., Path]) -> None:
     m = _matrix(matrix_dir, "{kind: cpython}", extra=ONLY_214 + "build_minutes_per_arch: 10000\n")
     plan = make_plan(m, expand(m))
     assert len(plan.warnings) == 1
-    assert "5 builds predicted up to 6010 min > 360 min" in plan.warnings[0]
+    assert "1 job(s) predicted up to 30010 min > 360 min" in plan.warnings[0]
 
 
 def test_explain_names_the_collapsed_build(matrix_dir: Callable[..., Path]) -> None:
@@ -403,3 +417,48 @@ def test_a_malformed_plan_file_is_one_line(tmp_path: Path, text: str) -> None:
     path.write_text(text)
     with pytest.raises(UsageError, match=r"plan\.json|shard 's' in the plan is malformed"):
         shard_outputs(read_plan(path), "s")
+
+
+def test_the_pythons_of_a_group_share_one_job_and_count_once(
+    matrix_dir: Callable[..., Path],
+) -> None:
+    """Five Pythons of one package version, CUDA, torch and platform: one group job costing the
+    first build whole and next_python_fraction of each other; a plan with the 3.12 wheel
+    released groups the four missing Pythons only (ADR 16)."""
+    m = _matrix(matrix_dir, "{kind: cpython}", extra=ONLY_214 + "build_minutes_per_arch: 10\n")
+    groups = m.farm.python_groups
+    assert groups is not None
+    plan = make_plan(m, expand(m))
+    (g,) = plan.groups
+    assert g.id == "pkg-1.0.0-cu130torch2.14-linux_x86_64"
+    assert [b.python for b in g.builds] == ["3.10", "3.11", "3.12", "3.13", "3.14"]
+    each = g.builds[0].minutes
+    assert plan.job_minutes(g) == (round(each * (1 + 4 * groups.next_python_fraction), 1),)
+    assert plan.runner_hours < len(plan.todo) * each / 60
+    text = explain(plan, "pkg-1.0.0-cu130-torch2.14-cp312-linux_x86_64")
+    assert text.endswith(f"in job {g.id} with 4 other Pythons)")
+    missing = make_plan(m, expand(m), existing={"pkg-1.0.0-cu130torch2.14-cp312-linux_x86_64"})
+    (left,) = missing.groups
+    assert left.id == g.id and [b.python for b in left.builds] == ["3.10", "3.11", "3.13", "3.14"]
+    apart = make_plan(m, expand(m), grouped=False)
+    assert [len(x.builds) for x in apart.groups] == [1] * 5
+    assert apart.runner_hours == pytest.approx(5 * each / 60)
+
+
+def test_a_platform_that_does_not_group_plans_a_job_per_build(
+    matrix_dir: Callable[..., Path],
+) -> None:
+    windows = 'constraints: {torch: ">=2.14", cuda: "==13.0", platforms: [win_amd64]}\n'
+    m = _matrix(matrix_dir, "{kind: cpython}", extra=windows)
+    assert m.farm.python_groups is not None
+    assert "win_amd64" not in m.farm.python_groups.platforms
+    plan = make_plan(m, expand(m))
+    assert [g.id for g in plan.groups] == [b.id for b in plan.todo]
+
+
+def test_a_publish_batch_holds_whole_groups() -> None:
+    def g(n: int) -> Group:
+        b = expand(load_matrix(REPO)).builds[0]
+        return Group(f"g{n}", (b,) * n)
+
+    assert batches([g(5), g(5), g(5), g(5), g(20), g(1)], 16) == [0, 0, 0, 1, 2, 3]

@@ -8,6 +8,7 @@ install is recorded in docs/building.md (issue 24)."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -22,6 +23,10 @@ from wheelfarm.farm import TargetQuery, choose_target
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 
+# what envs.IDENTITY_PROGRAM prints, and the env name's tag it gives: an env per interpreter
+PROBE = "311 /usr 3.11.2 (main)"
+TAG = "cp311-" + hashlib.sha256(b"/usr 3.11.2 (main)").hexdigest()[:8]
+
 
 def test_only_the_torch_install_sets_the_constraints_aside(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -35,14 +40,14 @@ def test_only_the_torch_install_sets_the_constraints_aside(
             Path(args[-1]).mkdir(parents=True)
         if args[-1].startswith("import json, torch"):
             return json.dumps(["2.15.0+cu132", "13.2"])
-        return "311"
+        return PROBE
 
     monkeypatch.setattr(envs, "call", call)
     monkeypatch.setenv("PIP_CONSTRAINT", "/etc/xdg/pip/constraints.txt")
     made = envs.torch_env(
         tmp_path, python="python3", torch="2.15.0", cuda="cu132", index=envs.PIP_INDEX, log=tmp_path / "log"
     )  # fmt: skip
-    assert made.path == tmp_path / "envs" / "torch2.15.0-cu132-cp311"
+    assert made.path == tmp_path / "envs" / f"torch2.15.0-cu132-{TAG}"
     installs = {
         next(a for a in args if "==" in a or ">=" in a): env
         for args, env in calls
@@ -112,7 +117,7 @@ def test_a_second_build_waits_for_the_env_another_is_making_and_reuses_it(
             release.wait(10)
         if args[-1].startswith("import json, torch"):
             return json.dumps(["2.14.1+cu130", "13.0"])
-        return "311"
+        return PROBE
 
     monkeypatch.setattr(envs, "call", call)
     make = functools.partial(envs.torch_env, tmp_path, python="python3", torch="2.14.1",
@@ -126,16 +131,16 @@ def test_a_second_build_waits_for_the_env_another_is_making_and_reuses_it(
         make()
     (line,) = str(caught.value).splitlines()
     assert f"held by pid {os.getpid()} on {socket.gethostname()}" in line
-    assert "torch2.14.1-cu130-cp311" in line and "waited 0.3 s" in line
+    assert f"torch2.14.1-cu130-{TAG}" in line and "waited 0.3 s" in line
     monkeypatch.setattr(envs, "ENV_LOCK_TIMEOUT", 10.0)
     second = threading.Thread(target=lambda: made.append(make().path))
     second.start()
     release.set()
     first.join(10)
     second.join(10)
-    assert made == [tmp_path / "envs" / "torch2.14.1-cu130-cp311"] * 2
+    assert made == [tmp_path / "envs" / f"torch2.14.1-cu130-{TAG}"] * 2
     assert len(installs) == 1
     assert sorted(p.name for p in (tmp_path / "envs").iterdir()) == [
-        ".torch2.14.1-cu130-cp311.lock",
-        "torch2.14.1-cu130-cp311",
+        ".torch2.14.1-cu130-cp311-269b5052.lock",
+        f"torch2.14.1-cu130-{TAG}",
     ]

@@ -8,18 +8,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wheelfarm.cli import common
-from wheelfarm.core.errors import UsageError
+from wheelfarm.core.errors import UsageError, WheelfarmError
 
 if TYPE_CHECKING:
+    from wheelfarm.builder.build import BuildOptions
     from wheelfarm.builder.shard import Split
+    from wheelfarm.builder.target import Target
 
 logger = logging.getLogger("wheelfarm")
 
 
 def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
-    p = common.add_command(sub, "build", execute, "Compile, relabel, repair and verify one target.")
+    p = common.add_command(
+        sub, "build", execute, "Compile, relabel, repair and verify one target or group."
+    )
     common.add_target_args(p)
     common.add_build_args(p)
+    p.add_argument(
+        "--pythons",
+        metavar="VERSIONS",
+        help="with a group id from `plan --format json`: build these of its Pythons (spaces, "
+        "commas or lines between), oldest first, against one compiler cache; default all",
+    )
     p.add_argument("--out", type=Path, default=Path("wheelhouse"), help="where wheels go")
     p.add_argument(
         "--job-started",
@@ -46,8 +56,7 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from wheelfarm.builder.build import run_build, run_shard
-    from wheelfarm.farm import choose_target
+    from wheelfarm.farm import choose_targets
 
     matrix, expansion = common.grid(args)
     query = common.query(args)
@@ -58,7 +67,35 @@ def execute(args: argparse.Namespace) -> int:
         deadline=_deadline(args),
         split=_split(args),
     )
-    target = choose_target(matrix, expansion, query)
+    pythons = (args.pythons or "").replace(",", " ").split()
+    targets = choose_targets(matrix, expansion, query, pythons)
+    failed: list[tuple[Target, WheelfarmError]] = []
+    for target in targets:
+        try:
+            _build(target, opts)
+        except WheelfarmError as exc:  # noqa: PERF203 - a failed Python must not stop the rest
+            if len(targets) == 1:
+                raise
+            # the group's other Pythons still build: their wheels are kept and published
+            logger.error("%s failed: %s", target.id, exc)  # noqa: TRY400 - one line per build
+            failed.append((target, exc))
+    if failed:
+        names = ", ".join(t.build.python for t, _ in failed)
+        logger.error(
+            "%d of %d Pythons failed (%s); the others' wheels are in %s",
+            len(failed),
+            len(targets),
+            names,
+            opts.out_dir,
+        )
+        raise failed[0][1]
+    return 0
+
+
+def _build(target: Target, opts: BuildOptions) -> None:
+    """One target: a wheel (its path printed), or a compile shard (its summary printed)."""
+    from wheelfarm.builder.build import run_build, run_shard
+
     b = target.build
     logger.info(
         "building %s (archs %s, %s)",
@@ -70,12 +107,11 @@ def execute(args: argparse.Namespace) -> int:
         shard = run_shard(target, opts)
         logger.info("compiled %s in %.1fs", shard.summary.name, sum(shard.durations.values()))
         print(shard.summary)
-        return 0
+        return
     result = run_build(target, opts)
     total = sum(result.durations.values())
     logger.info("built %s in %.1fs; record %s", result.wheel, total, result.record.name)
     print(result.wheel)
-    return 0
 
 
 def _split(args: argparse.Namespace) -> Split | None:

@@ -10,27 +10,27 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from wheelfarm.core.errors import PlanError, UsageError
 from wheelfarm.core.jsonread import loads
 from wheelfarm.core.platforms import NAMES
-from wheelfarm.matrix.expand import Build
-from wheelfarm.matrix.plan import Plan
+from wheelfarm.matrix.plan import Group, Plan
 
 PLAN_VERSION = 1
-# Keys of one job in a shard's matrix (a build, a split build's link job or one of its compile
-# shards). The build workflows read exactly these (tested).
+# Keys of one job in a shard's matrix (a group of builds, a split group's link job or one of its
+# compile shards; docs/adr/0016-python-groups.md). The build workflows read exactly these (tested).
 JOB_KEYS = (
-    "id",
+    "id",  # the group id: `wheelfarm build ID --pythons PYTHONS` builds its wheels in turn
     "cuda",
-    "python",
+    "python",  # the group's Pythons, one a line (setup-python's list on Windows)
     "timeout",  # the job's timeout-minutes
     "step",  # the build step's: it stops early enough to save its cache
     "links",  # a link job: how many compile-shard caches it merges; 0 for a whole build
     "part",  # a compile shard: "I/K"; "" otherwise
-    "batch",  # the publish job that takes its wheel
+    "batch",  # the publish job that takes its wheels
 )
 # The build step stops this long before the job limit, so its logs and compiler cache are saved
 # and a rerun resumes warm.
@@ -41,7 +41,7 @@ MAX_OUTPUT_BYTES = 64 * 1024
 
 
 def job(
-    build: Build,
+    group: Group,
     limit_minutes: int,
     *,
     minutes: float | None = None,
@@ -49,13 +49,13 @@ def job(
     part: str = "",
     batch: int = 0,
 ) -> dict[str, object]:
-    """One matrix entry; keys are JOB_KEYS. `minutes`: the job's estimate (default the build's)."""
-    estimate = build.minutes if minutes is None else minutes
+    """One matrix entry; keys are JOB_KEYS. `minutes`: the job's estimate (default the group's)."""
+    estimate = group.minutes if minutes is None else minutes
     timeout = min(limit_minutes, max(30, math.ceil(estimate * 1.5) + 20))
     return {
-        "id": build.id,
-        "cuda": build.cuda,
-        "python": build.python,
+        "id": group.id,
+        "cuda": group.builds[0].cuda,
+        "python": "\n".join(b.python for b in group.builds),
         "timeout": timeout,
         "step": timeout - SAVE_MARGIN_MINUTES,
         "links": links,
@@ -65,28 +65,43 @@ def job(
 
 
 def jobs(
-    plan: Plan, build: Build, limit_minutes: int, batch: int = 0
+    plan: Plan, group: Group, limit_minutes: int, batch: int = 0
 ) -> tuple[list[dict[str, object]], dict[str, object]]:
-    """(compile-shard jobs, the build's job): no shard jobs for a build that is not split."""
-    k = plan.splits.get(build.id, 0)
-    minutes = plan.job_minutes(build)
-    shards = [job(build, limit_minutes, minutes=minutes[i], part=f"{i + 1}/{k}") for i in range(k)]
-    return shards, job(build, limit_minutes, minutes=minutes[-1], links=k, batch=batch)
+    """(compile-shard jobs, the group's job): no shard jobs for a group that is not split."""
+    k = plan.splits.get(group.id, 0)
+    minutes = plan.job_minutes(group)
+    shards = [job(group, limit_minutes, minutes=minutes[i], part=f"{i + 1}/{k}") for i in range(k)]
+    return shards, job(group, limit_minutes, minutes=minutes[-1], links=k, batch=batch)
+
+
+def batches(groups: Sequence[Group], batch_wheels: int) -> list[int]:
+    """Each group's publish batch: groups in order, a batch closed before it would pass
+    `batch_wheels` wheels (a group larger than that is a batch of its own)."""
+    out, batch, held = [], 0, 0
+    for g in groups:
+        if held and held + len(g.builds) > batch_wheels:
+            batch, held = batch + 1, 0
+        out.append(batch)
+        held += len(g.builds)
+    return out
 
 
 def plan_document(plan: Plan, limit_minutes: int, batch_wheels: int) -> dict[str, Any]:
-    """The whole plan as the shard workflows read it: per shard its runner, container, build
-    jobs (`include`), compile-shard jobs (`compile`) and publish batches of `batch_wheels`."""
+    """The whole plan as the shard workflows read it: per shard its runner, container, group
+    jobs (`include`), compile-shard jobs (`compile`), publish batches of about `batch_wheels`
+    wheels, and each group's build ids (`builds`, for the publish jobs: not a job output)."""
     shards: dict[str, Any] = {}
     for s in plan.shards:
-        made = [jobs(plan, b, limit_minutes, i // batch_wheels) for i, b in enumerate(s.builds)]
+        numbers = batches(s.groups, batch_wheels)
+        made = [jobs(plan, g, limit_minutes, n) for g, n in zip(s.groups, numbers, strict=True)]
         shards[s.name] = {
             "platform": s.platform,
             "runner": s.runner,
             "container": s.container,
             "include": [main for _, main in made],
             "compile": [c for compiles, _ in made for c in compiles],
-            "batches": math.ceil(len(s.builds) / batch_wheels),
+            "batches": numbers[-1] + 1 if numbers else 0,
+            "builds": {g.id: [b.id for b in g.builds] for g in s.groups},
         }
     document = {"version": PLAN_VERSION, "shards": shards}
     for name in shards:
@@ -150,6 +165,12 @@ def _shaped(shard: dict[str, Any]) -> bool:
         and type(shard.get("batches")) is int
         and all(isinstance(j, dict) and set(j) == set(JOB_KEYS) for j in jobs)
         and all(isinstance(j["id"], str) and type(j["batch"]) is int for j in jobs)
+        and isinstance(builds := shard.get("builds"), dict)
+        and all(
+            isinstance(ids, list) and ids and all(isinstance(i, str) for i in ids)
+            for ids in builds.values()
+        )
+        and all(j["id"] in builds for j in shard["include"])
     )
 
 
@@ -176,14 +197,17 @@ def shard_outputs(document: dict[str, Any], name: str) -> dict[str, str]:
 
 
 def expected(document: dict[str, Any], name: str, batch: int | None) -> dict[str, Any]:
-    """What one publish job must publish: the shard's builds of `batch` (all when None), in
-    the shape `wheelfarm publish --expect` reads."""
+    """What one publish job must publish: the builds of the shard's groups in `batch` (all when
+    None), in the shape `wheelfarm publish --expect` reads."""
     shard = _shard(document, name)
     if batch is not None and not 0 <= batch < shard["batches"]:
         msg = f"shard {name} has batches 0 to {shard['batches'] - 1}, not {batch}"
         raise PlanError(msg)
     chosen = [j for j in shard["include"] if batch is None or j["batch"] == batch]
-    return {"name": name, "include": [{"id": j["id"]} for j in chosen]}
+    return {
+        "name": name,
+        "include": [{"id": b} for j in chosen for b in shard["builds"][j["id"]]],
+    }
 
 
 def write_outputs(outputs: dict[str, str], target: Path | None) -> str:

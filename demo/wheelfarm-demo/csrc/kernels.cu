@@ -1,7 +1,10 @@
 // Two small kernels: enough to prove the farm compiled real device code for each arch.
+// torch/all.h, not torch/extension.h: no Python.h here, so every Python of a group job reuses
+// this unit's object from the compiler cache (docs/adr/0016-python-groups.md); only
+// binding.cpp, which needs pybind11, compiles once per Python.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <torch/extension.h>
+#include <torch/all.h>
 
 namespace {
 
