@@ -17,39 +17,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import tempfile
 from pathlib import Path
 
 from buildrun import build
 
+from wheelfarm.builder.ccache import compile_results
 from wheelfarm.builder.envs import PIP_INDEX, torch_env
 
 HITS = {"direct_cache_hit", "preprocessed_cache_hit"}
-LINE = re.compile(r"^\[[^ ]+ (\d+)\s*\] (Command line|Result): (.*)$")
-
-
-def nvcc_results(log: Path) -> list[str]:
-    """The ccache result (a hit kind or cache_miss) of each nvcc compile in a ccache log."""
-    commands: dict[str, str] = {}
-    results: dict[str, str] = {}
-    for text in log.read_text(encoding="utf-8", errors="replace").splitlines():
-        m = LINE.match(text)
-        if m is None:
-            continue
-        pid, key, value = m.groups()
-        if key == "Command line":
-            commands[pid] = value
-        elif value in HITS | {"cache_miss"}:
-            results.setdefault(pid, value)
-    return [result for pid, result in results.items() if compiler(commands.get(pid, "")) == "nvcc"]
-
-
-def compiler(command: str) -> str:
-    """The compiler's name in a ccache command line (`ccache COMPILER ARGS...`)."""
-    words = command.split()
-    return Path(words[1]).name if len(words) > 1 else ""
 
 
 def main() -> None:
@@ -71,7 +48,8 @@ def main() -> None:
             key: build(tmp, key, cache, common, ["--python-exe", python], ccache=shared)
             for key, python in pythons.items()
         }
-        nvcc = nvcc_results(made["second"]["ccache_log"])
+        nvcc = [c.result for c in compile_results(made["second"]["ccache_log"])
+                if c.compiler == "nvcc"]  # fmt: skip
         wheels = sum(1 for b in made.values() if b["product"].suffix == ".whl")
     first, second = made["first"], made["second"]
     hits = sum(1 for r in nvcc if r in HITS)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,49 @@ logger = logging.getLogger(__name__)
 TORCH_VIEW = "torch-include"  # the view of torch's headers in the work folder
 LIBRARY_VIEWS = "library-include"  # and of the nvidia-* wheels' headers, one folder each
 PYTHON_VIEW = "python-include"  # and of the Python's own
+
+
+@dataclass(frozen=True)
+class Compile:
+    """One compile in a ccache log (CCACHE_LOGFILE): its command, object file and result."""
+
+    command: str
+    object: str
+    result: str  # direct_cache_hit, preprocessed_cache_hit or cache_miss
+
+    @property
+    def compiler(self) -> str:
+        """The compiler's file name (`ccache COMPILER ARGS...`)."""
+        words = self.command.split()
+        return Path(words[1]).name if len(words) > 1 else ""
+
+
+_LOG_LINE = re.compile(r"^\[[^ ]+ (\d+)\s*\] (Command line|Object file|Result): (.*)$")
+RESULTS = frozenset({"direct_cache_hit", "preprocessed_cache_hit", "cache_miss"})
+
+
+def compile_results(logfile: Path) -> list[Compile]:
+    """Every compile a ccache log records a hit or a miss for, in log order (ccache writes a
+    process's lines under its pid); an unreadable log has none."""
+    try:
+        lines = logfile.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    seen: dict[str, dict[str, str]] = {}
+    out = []
+    for line in lines:
+        m = _LOG_LINE.match(line)
+        if m is None:
+            continue
+        pid, key, value = m.groups()
+        if key == "Command line":
+            seen[pid] = {"command": value}
+        elif key == "Object file":
+            seen.setdefault(pid, {"command": ""})["object"] = value
+        elif value in RESULTS and "object" in seen.get(pid, {}):
+            out.append(Compile(seen[pid]["command"], seen[pid]["object"], value))
+            del seen[pid]
+    return out
 
 
 def header_view(folder: Path, view: Path) -> None:

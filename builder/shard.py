@@ -37,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from wheelfarm.builder.ccache import compile_results
 from wheelfarm.builder.platforms import current
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import BuildError, UsageError
@@ -291,23 +292,7 @@ def prepare(env: dict[str, str], split: Split | None, *, src: Path, work: Path) 
 
 def missed_objects(logfile: Path) -> list[str]:
     """The object files whose compile missed the cache, from a ccache log."""
-    objects: dict[str, str] = {}
-    missed = []
-    pattern = re.compile(r"^\[[^ ]+ (\d+)\s*\] (Object file|Result): (.*)$")
-    try:
-        lines = logfile.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    for line in lines:
-        m = pattern.match(line)
-        if m is None:
-            continue
-        pid, key, value = m.groups()
-        if key == "Object file":
-            objects[pid] = value
-        elif value == "cache_miss" and pid in objects:
-            missed.append(objects[pid])
-    return missed
+    return [c.object for c in compile_results(logfile) if c.result == "cache_miss"]
 
 
 def finish(split: Split | None, counts: dict[str, int], env: dict[str, str]) -> dict[str, object]:

@@ -7,7 +7,6 @@ includes Python.h, must miss; both wheels verify and import."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,24 +23,8 @@ DEBIAN_PYTHON = Path("/usr/bin/python3.11")  # apt-get install python3.11-venv p
 
 
 def results(log: Path) -> dict[str, str]:
-    """Object file -> its ccache result (a hit kind or cache_miss), from a ccache log."""
-    line = re.compile(r"^\[[^ ]+ (\d+)\s*\] (Object file|Result): (.*)$")
-    objects: dict[str, str] = {}
-    out: dict[str, str] = {}
-    for text in log.read_text(encoding="utf-8", errors="replace").splitlines():
-        m = line.match(text)
-        if m is None:
-            continue
-        pid, key, value = m.groups()
-        if key == "Object file":
-            objects[pid] = value
-        elif pid in objects and value in {
-            "direct_cache_hit",
-            "preprocessed_cache_hit",
-            "cache_miss",
-        }:
-            out.setdefault(objects[pid], value)
-    return out
+    """Object file -> its ccache result (a hit kind or cache_miss)."""
+    return {c.object: c.result for c in ccache.compile_results(log)}
 
 
 def test_the_second_python_hits_the_kernel_unit_and_misses_the_binding(

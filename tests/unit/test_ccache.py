@@ -153,3 +153,28 @@ def test_windows_keeps_torchs_paths_and_puts_the_library_views_on_cpath(
     )
     assert out["CPATH"] == str(work / ccache.LIBRARY_VIEWS / "0-cublas")
     assert not (work / ccache.TORCH_VIEW).exists()
+
+
+def test_a_ccache_log_gives_each_compiles_command_object_and_result(tmp_path: Path) -> None:
+    """Lines of interleaved processes, as ccache writes them; a call that compiles nothing (a
+    link) and an unreadable log give no compile."""
+    log = tmp_path / "ccache.log"
+    log.write_text(
+        "[2026-12-02T12:38:20.829 9983 ] Command line: /v/ccache /usr/bin/g++ -c b.cpp -o b.o\n"
+        "[2026-12-02T12:38:20.830 9987 ] Command line: /v/ccache /cuda/bin/nvcc -c k.cu -o k.o\n"
+        "[2026-12-02T12:38:20.831 9983 ] Object file: csrc/binding.o\n"
+        "[2026-12-02T12:38:20.832 9987 ] Object file: csrc/kernels.o\n"
+        "[2026-12-02T12:38:21.100 9987 ] Result: direct_cache_miss\n"
+        "[2026-12-02T12:38:21.101 9987 ] Result: preprocessed_cache_hit\n"
+        "[2026-12-02T12:38:59.000 9983 ] Result: cache_miss\n"
+        "[2026-12-02T12:38:59.001 9983 ] Result: local_storage_miss\n"
+        "[2026-12-02T12:39:30.000 9990 ] Command line: /v/ccache /usr/bin/g++ -shared b.o -o x.so\n"
+        "[2026-12-02T12:39:30.001 9990 ] Result: called_for_link\n",
+        encoding="utf-8",
+    )
+    got = ccache.compile_results(log)
+    assert [(c.compiler, c.object, c.result) for c in got] == [
+        ("nvcc", "csrc/kernels.o", "preprocessed_cache_hit"),
+        ("g++", "csrc/binding.o", "cache_miss"),
+    ]
+    assert ccache.compile_results(tmp_path / "missing.log") == []
