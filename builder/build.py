@@ -192,6 +192,10 @@ def compile_env(
     env["CCACHE_SLOPPINESS"] = "include_file_mtime,include_file_ctime,time_macros"
     # every job installs its toolkit afresh: hash the compilers' content, not their mtime
     env["CCACHE_COMPILERCHECK"] = "content"
+    # the nvcc wrapper puts NVCC_APPEND_FLAGS on the command line, and with it the work folder's
+    # prefix map, whose value is always this build's base_dir: it changes paths in debug info
+    # only, which base_dir already takes out of the hash (ADR 16)
+    env["CCACHE_IGNOREOPTIONS"] = "-Xcompiler=-ffile-prefix-map=*"
     env["SOURCE_DATE_EPOCH"] = str(SOURCE_DATE_EPOCH)  # what setuptools stamps the wheel with
     env.update(current().compile_env(env, work))  # Windows: DISTUTILS_USE_SDK; Linux: prefix maps
     env.update(pkg.env_for(build.cuda))

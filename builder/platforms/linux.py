@@ -31,8 +31,17 @@ _NVCC = """#!/bin/sh
     break ;;
   esac
 done
+# ccache does not hash NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS, which nvcc reads itself: a change
+# there would hit an object compiled without it. On the command line they are hashed.
+set -f
+set -- $NVCC_PREPEND_FLAGS "$@" $NVCC_APPEND_FLAGS
+set +f
+unset NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS
 exec {ccache} {nvcc} "$@"
 """
+# A host compile's debug info names its working folder, setuptools' build/temp.<plat>-cpython-3XX:
+# mapped to one name, an object another Python's build compiled is the one this build would.
+_CWD_MAP = 'set -- "$@" "-ffile-prefix-map=$PWD=./build-temp"\n'
 
 
 # One argument rewrite per header view (builder/ccache.py views): the argument's first `old` becomes
@@ -59,7 +68,7 @@ def _rewrites(views: Views) -> str:
 
 def _script(path: Path, ccache: str, compiler: Path, views: Views) -> None:
     path.write_text(
-        f"#!/bin/sh\n{_rewrites(views)}"
+        f"#!/bin/sh\n{_rewrites(views)}{_CWD_MAP}"
         f'exec {shlex.quote(ccache)} {shlex.quote(str(compiler))} "$@"\n',
         encoding="utf-8",
     )

@@ -61,7 +61,10 @@ def test_the_wrappers_rewrite_the_torch_env_paths_to_views(tmp_path: Path) -> No
     (python / "Python.h").write_text("// Python\n")
     tools = tmp_path / "tools"
     tools.mkdir()
-    (tools / "ccache").write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')  # prints what it gets
+    # prints what it gets, and what nvcc would still read from the environment
+    (tools / "ccache").write_text(
+        '#!/bin/sh\nprintf "%s\\n" "$@" "left: ${NVCC_PREPEND_FLAGS-}${NVCC_APPEND_FLAGS-}"\n'
+    )
     (tools / "g++").write_text("#!/bin/sh\n")
     for exe in ("ccache", "g++"):
         (tools / exe).chmod(0o755)
@@ -83,15 +86,27 @@ def test_the_wrappers_rewrite_the_torch_env_paths_to_views(tmp_path: Path) -> No
     view, library = work / ccache.TORCH_VIEW, work / ccache.LIBRARY_VIEWS / "0-cusparse"
     args = [f"-I{site}/torch/include", "-isystem", f"{site}/torch/include/torch/csrc/api/include",
             f"-I{python}", "-I/usr/include/other", "-c", "x.cpp"]  # fmt: skip
-    for wrapper in (Path(env["CXX"]), Path(env["CUDA_HOME"]) / "bin" / "nvcc"):
-        out = subprocess.run([wrapper, *args], capture_output=True, text=True, check=True)
-        assert out.stdout.splitlines()[1:] == [  # after the real compiler's path
-            f"-I{view}",
-            "-isystem",
-            f"{view}/torch/csrc/api/include",
-            f"-I{work / ccache.PYTHON_VIEW}",  # its headers' content still differs per Python
-            "-I/usr/include/other",
-            "-c",
-            "x.cpp",
-            f"-I{library}",
-        ]
+    rewritten = [
+        f"-I{view}",
+        "-isystem",
+        f"{view}/torch/csrc/api/include",
+        f"-I{work / ccache.PYTHON_VIEW}",  # its headers' content still differs per Python
+        "-I/usr/include/other",
+        "-c",
+        "x.cpp",
+        f"-I{library}",
+    ]
+    # nvcc's own flag variables, which ccache would not hash, go onto its command line
+    nvcc_env = {**os.environ, "NVCC_PREPEND_FLAGS": "-DPRE", "NVCC_APPEND_FLAGS": "-DFOO=1 -O3"}
+    runs = {
+        Path(env["CXX"]): (os.environ, [*rewritten, f"-ffile-prefix-map={tmp_path}=./build-temp"]),
+        Path(env["CUDA_HOME"]) / "bin" / "nvcc": (
+            nvcc_env,
+            ["-DPRE", *rewritten, "-DFOO=1", "-O3"],
+        ),
+    }
+    for wrapper, (run_env, want) in runs.items():
+        out = subprocess.run(
+            [wrapper, *args], capture_output=True, text=True, check=True, cwd=tmp_path, env=run_env
+        )
+        assert out.stdout.splitlines()[1:] == [*want, "left: "]  # after the real compiler

@@ -43,7 +43,10 @@ def test_linux_wraps_the_host_compiler_and_nvcc(tmp_path: Path, tools: dict[str,
     assert env["TORCH_NO_COMPILER_WRAPPER"] == "1"
     cxx = Path(env["CXX"])
     assert cxx.name == "g++"  # torch recognises gcc by its name
-    assert cxx.read_text() == f'#!/bin/sh\nexec {ccache_exe} {tmp_path}/gcc-toolset/g++ "$@"\n'
+    assert cxx.read_text() == (
+        f'#!/bin/sh\nset -- "$@" "-ffile-prefix-map=$PWD=./build-temp"\n'
+        f'exec {ccache_exe} {tmp_path}/gcc-toolset/g++ "$@"\n'
+    )
     home = Path(env["CUDA_HOME"])
     nvcc = (home / "bin" / "nvcc").read_text()
     assert nvcc.startswith("#!/bin/sh\n")
