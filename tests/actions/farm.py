@@ -23,7 +23,7 @@ from tests.roots import REPO
 from tests.synthetic import farm_wheel
 from wheelfarm.matrix.expand import Build, expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.plan import job_minutes, make_plan
+from wheelfarm.matrix.plan import group, job_minutes, make_plan
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DOCKER_RUN = re.compile(r"docker run .* scripts/farm-job\.sh", re.DOTALL)
@@ -51,9 +51,13 @@ class Farm:
         expansion = expand(self.matrix)
         self.builds = expansion.by_id
         self.plan = make_plan(self.matrix, expansion)  # every group's estimate and split
-        # the old fixture workflows run a job per build (tests/actions/oldplan.py)
-        single = make_plan(self.matrix, expansion, grouped=False)
-        self.jobs = {g.id: (plan, g) for plan in (single, self.plan) for g in plan.groups}
+        # every build's group job, deferred builds' too (a later run plans them), and its job
+        # of its own, which the old fixture workflows run (tests/actions/oldplan.py)
+        self.jobs = {
+            g.id: g
+            for grouped in (None, self.matrix.farm.python_groups)
+            for g in group(expansion.builds, grouped)
+        }
         self.faults = faults or Faults()
         self.built: set[str] = set()
         repo = REPO.path
@@ -127,16 +131,16 @@ class Farm:
         """The group job's builds (or compile shard, or link) on the model's clock; a failing
         build fails its job after the group's other builds made their wheels."""
         assert inst.workspace is not None
-        plan, group = self.jobs[target]
+        job = self.jobs[target]
         wanted = pythons.split()
-        builds = [b for b in group.builds if not wanted or b.python in wanted]
+        builds = [b for b in job.builds if not wanted or b.python in wanted]
         # the run's plan may hold fewer of the group's Pythons (its filters) than the whole
         # plan here: the job's own entry says how many compile shards it has
         entry = inst.matrix.get("target", {})
         shards = int(part.split("/")[1]) if part else int(entry.get("links", 0))
         shards = shards or int(entry.get("compile_shards", 0))  # the old fixtures' key
-        mine = dataclasses.replace(group, builds=tuple(builds))
-        minutes = job_minutes(mine, shards, plan.split)
+        mine = dataclasses.replace(job, builds=tuple(builds))
+        minutes = job_minutes(mine, shards, self.matrix.farm.split_compile)
         failing = {b.id for b in builds} & self.faults.failing
         if failing and not part:
             self.faults.failing -= failing  # the first attempt fails; a rerun passes

@@ -38,12 +38,13 @@ def test_plan_build_publish_index_install(
     (shard,) = json.loads(outputs["shards_linux_x86_64"])  # the plan job names the shard ...
     out_file.write_text("")
     wheelfarm("shard", shard, "--plan-file", plan_file, env=env)  # ... its job reads its matrix
-    (job,) = json.loads(_outputs(out_file)["include"])
-    assert job["timeout"] > job["step"]
+    (job,) = json.loads(_outputs(out_file)["include"])  # the group job of this one Python
+    assert job["timeout"] > job["step"] and job["python"] == PY
+    (build_id,) = json.loads(plan_file.read_text())["shards"][shard]["builds"][job["id"]]
 
-    dist = tmp_path / "dist"
-    wheelfarm("build", job["id"], "--torch-index", "pip", "--plat", "auto", "--out", dist,
-              "--work", tmp_path / "work", "--cache", cache_dir)  # fmt: skip
+    dist = tmp_path / "dist"  # as scripts/farm-job.sh runs it
+    wheelfarm("build", job["id"], "--pythons", job["python"], "--torch-index", "pip", "--plat",
+              "auto", "--out", dist, "--work", tmp_path / "work", "--cache", cache_dir)  # fmt: skip
     with fake_github() as gh:
         api = ["--api", gh.base]
         published = wheelfarm("publish", dist, "--repo", gh.repo, *api, "--uploads",
@@ -54,7 +55,7 @@ def test_plan_build_publish_index_install(
         wheelfarm("index", "--github", gh.repo, *api, "--out", site, env=env)
         manifest = json.loads((site / "packages.json").read_text())
         (entry,) = manifest["wheels"]
-        assert entry["build_id"] == job["id"]
+        assert entry["build_id"] == build_id
         assert entry["url"].startswith(f"{gh.base}/download/wheelfarm-demo-v0.1.0/")
         with served(site) as url:
             py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
@@ -66,4 +67,4 @@ def test_plan_build_publish_index_install(
         again = wheelfarm("plan", *FILTERS, "--existing-releases", gh.repo, *api,
                           "--format", "json", env=env)  # fmt: skip
     plan = json.loads(again.stdout)
-    assert plan["builds"] == [] and plan["present"] == [job["id"]]
+    assert plan["builds"] == [] and plan["present"] == [build_id]
