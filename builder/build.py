@@ -31,9 +31,11 @@ from wheelfarm.core.errors import (
     ToolchainError,
     VerifyError,
 )
+from wheelfarm.core.label import cuda_version
 from wheelfarm.core.platforms import os_of
 from wheelfarm.core.proc import call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
+from wheelfarm.matrix.facts import load_facts
 from wheelfarm.matrix.load import module_problem
 
 logger = logging.getLogger(__name__)
@@ -198,6 +200,7 @@ def compile_env(
     env["CCACHE_IGNOREOPTIONS"] = "-Xcompiler=-ffile-prefix-map=*"
     env["SOURCE_DATE_EPOCH"] = str(SOURCE_DATE_EPOCH)  # what setuptools stamps the wheel with
     env.update(current().compile_env(env, work))  # Windows: DISTUTILS_USE_SDK; Linux: prefix maps
+    env.update(msvc_nvcc_flags(target, env))
     env.update(pkg.env_for(build.cuda))
     headers = ccache.Headers(
         torch=torch_site / "torch" / "include" if torch_site is not None else None,
@@ -209,6 +212,19 @@ def compile_env(
     )
 
 
+def msvc_nvcc_flags(target: Target, env: Mapping[str, str]) -> dict[str, str]:
+    """A Windows build's farm-wide nvcc flags for its CUDA major (compat.yaml's
+    msvc_nvcc_flags: /Zc:preprocessor for CCCL 3), after any NVCC_APPEND_FLAGS already set; a
+    package's own env still has the last word."""
+    if os_of(target.build.platform) != "windows":
+        return {}
+    major = str(cuda_version(target.build.cuda).major)
+    flags = load_facts(target.root).compat.msvc_nvcc_flags.get(major, ())
+    if not flags:
+        return {}
+    return {"NVCC_APPEND_FLAGS": " ".join(filter(None, [env.get("NVCC_APPEND_FLAGS"), *flags]))}
+
+
 def expectation(target: Target) -> Expectation:
     b = target.build
     return Expectation(
@@ -218,6 +234,7 @@ def expectation(target: Target) -> Expectation:
         python_tag=b.python_tag,
         platform=b.platform,
         archs=b.archs,
+        one_arch_per_binary=target.package.one_arch_per_binary,
         policy=library_policy(target.root, os_of(b.platform)),
         vendor_allow=target.package.vendor_allow,
     )
@@ -236,7 +253,8 @@ def check_import(
     farm_source: str | Path = "",
 ) -> None:
     """Install the wheel into a fresh venv beside the target's torch (none for a torch-free
-    wheel), with the package's `import_requires` from the default index and its
+    wheel), with the package's `import_requires` from the default index (and the torch index,
+    with torch held at the env's own build: nunchaku's torchvision) and its
     `farm_requires` from `farm_source`, and import its modules (after torch, which loads the
     libraries a torch extension needs). A wheel that links the GPU driver imports against a
     stub where this machine has none (driver.py)."""
@@ -251,7 +269,12 @@ def check_import(
         **driver.import_env(wheel, venv.with_name(f"{venv.name}-driver"), os.environ, log),
     }
     if requires:
-        envs.install_requirements(py, requires, log=log)
+        pin = (
+            ()
+            if torch_env is None
+            else tuple(torch_env.pinned(venv.with_name(f"{venv.name}-torch.txt")))
+        )
+        envs.install_requirements(py, requires, log=log, options=pin)
     for required in farm:
         install_farm_wheel(py, required, farm_source, log=log, for_wheel=wheel.name)
     envs.pip_install(py, "--no-deps", "--no-index", wheel, log=log)

@@ -3,16 +3,21 @@
 A torch environment (a venv with the target's exact torch) is slow to make (40 s, 5 GB), so it is
 made once per (torch, CUDA, Python) under the cache and shared. Each build or check then gets a
 fresh, thin venv that sees the shared torch through a .pth file: nothing it installs leaks back.
+Its big files are hard links to byte-identical ones of the cache's other torch environments: a
+group job's five Pythons share one copy of the nvidia-* libraries (py3-none wheels, 3 GB).
 """
 
 from __future__ import annotations
 
+import filecmp
 import functools
 import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +35,7 @@ ENV_LOCK_TIMEOUT = 1800.0  # seconds a second build waits for a torch env anothe
 # An interpreter's minor (the env's cpXY) and what tells two installs of it apart: the base
 # install it runs from and its full version.
 IDENTITY_PROGRAM = "import sys; print('%d%d' % sys.version_info[:2], sys.base_prefix, sys.version)"
+SHARED_FILE_BYTES = 1 << 20  # a file this big is worth a hard link (torch's and nvidia's libraries)
 
 
 def default_cache() -> Path:
@@ -57,10 +63,20 @@ class TorchEnv:
     path: Path
     torch: str
     cuda: str
+    index: str = PIP_INDEX  # where its torch came from: the index of the matching torchvision
 
     @property
     def python(self) -> Path:
         return current().venv_python(self.path)
+
+    def pinned(self, constraints: Path) -> list[str]:
+        """The pip arguments that keep this env's exact torch build (written to `constraints`) and
+        look in its torch index too: a requirement that depends on torch (torchvision) then
+        resolves to the build made for it instead of replacing torch with PyPI's newest."""
+        made = json.loads((self.path / ".complete").read_text(encoding="utf-8"))
+        constraints.write_text(f"torch=={made['torch']}\n", encoding="utf-8")
+        extra = [] if self.index == PIP_INDEX else ["--extra-index-url", self.index]
+        return ["--constraint", str(constraints), *extra]
 
 
 def torch_env(
@@ -90,7 +106,7 @@ def torch_env(
         with exclusive(lock, ENV_LOCK_TIMEOUT, cannot_open=cannot_open, busy=busy):
             if not (path / ".complete").is_file():
                 _make_torch_env(path, python=python, torch=torch, cuda=cuda, index=index, log=log)
-    return TorchEnv(path, torch, cuda)
+    return TorchEnv(path, torch, cuda, index)
 
 
 def _make_torch_env(
@@ -129,9 +145,60 @@ def _make_torch_env(
             f"the CUDA it gave (--cuda) or another torch (--torch)"
         )
         raise ToolchainError(msg)
+    saved = share_files(partial, [p for p in path.parent.iterdir() if (p / ".complete").is_file()])
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(
+            f"wheelfarm: {saved / 2**30:.2f} GiB hard-linked to the cache's other torch envs\n"
+        )
     (partial / ".complete").write_text(json.dumps({"torch": report[0], "cuda": report[1]}))
     shutil.rmtree(path, ignore_errors=True)  # an incomplete folder an older wheelfarm left
     partial.rename(path)
+
+
+def share_files(env: Path, others: list[Path]) -> int:
+    """Replace each big file of `env` by a hard link to a byte-identical file at the same place
+    in another finished env's site-packages; return the bytes saved. Finished envs are never
+    written again (builds and checks overlay them), so sharing an inode cannot leak a change. A
+    file system without hard links (or a full one) keeps the copy."""
+    have: dict[tuple[tuple[str, ...], int], list[Path]] = {}
+    for other in others:
+        for key, size, file in _site_files(other):
+            have.setdefault((key, size), []).append(file)
+    saved = 0
+    for key, size, file in _site_files(env):
+        if any(_link(twin, file) for twin in have.get((key, size), [])):
+            saved += size
+    return saved
+
+
+def _link(twin: Path, file: Path) -> bool:
+    """Make `file` a hard link to `twin` if their bytes are the same; False if not, or if the
+    file system refuses (the copy stays)."""
+    link = file.with_name(file.name + ".wheelfarm-link")
+    try:
+        if twin.samefile(file) or not filecmp.cmp(twin, file, shallow=False):
+            return False
+        os.link(twin, link)
+        link.replace(file)
+    except OSError:
+        link.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def _site_files(env: Path) -> Iterator[tuple[tuple[str, ...], int, Path]]:
+    """(path under site-packages, size, file) for each regular file of `env` worth sharing: the
+    same wheel installs at the same place under every Python's site-packages."""
+    for root, _, names in os.walk(env):
+        parts = Path(root).relative_to(env).parts
+        if "site-packages" not in parts:
+            continue
+        under = parts[parts.index("site-packages") + 1 :]
+        for name in names:
+            file = Path(root, name)
+            info = file.lstat()
+            if stat.S_ISREG(info.st_mode) and info.st_size >= SHARED_FILE_BYTES:
+                yield (*under, name), info.st_size, file
 
 
 def _constraint_files() -> list[str]:
@@ -183,15 +250,18 @@ def pip_install(python: Path, *args: str | Path, log: Path, unconstrained: bool 
     call(argv, log=log, env=env)
 
 
-def install_requirements(python: Path, requirements: tuple[str, ...], *, log: Path) -> None:
-    """A package's own requirements (build_requires, import_requires) into one venv. They come
-    from YAML: each must be a plain requirement (the loader checks it too), and they go after
-    `--`, so none can be read as one of pip's options."""
+def install_requirements(
+    python: Path, requirements: tuple[str, ...], *, log: Path, options: tuple[str, ...] = ()
+) -> None:
+    """A package's own requirements (build_requires, import_requires) into one venv, with pip
+    `options` of the farm's own (TorchEnv.pinned). They come from YAML: each must be a plain
+    requirement (the loader checks it too), and they go after `--`, so none can be read as one
+    of pip's options."""
     for text in requirements:
         if problem := requirement_problem(text):
             msg = f"requirement {text[:80]!r} is {problem}: give a name with an optional version"
             raise ConfigError([msg])
-    pip_install(python, "--", *requirements, log=log)
+    pip_install(python, *options, "--", *requirements, log=log)
 
 
 def overlay(base: TorchEnv | None, dest: Path, *, python: str, log: Path) -> Path:

@@ -14,7 +14,7 @@ import re
 import stat
 import zipfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
@@ -54,6 +54,7 @@ class Expectation:
     archs: ArchList  # empty: the package compiles no device code (arch.via none)
     policy: LibraryPolicy  # the farm's libraries.yaml for the target's OS
     vendor_allow: tuple[str, ...] = ()
+    one_arch_per_binary: bool = False  # each binary one arch of `archs` (SASS + its PTX)
 
 
 @dataclass
@@ -140,7 +141,23 @@ def _check_binary(
     if not info.has_device_code:
         return
     report.archs[entry] = {"cubins": sorted(info.cubins), "ptx": sorted(info.ptx)}
-    report.problems += _arch_problems(entry, info, want.archs)
+    report.problems += _arch_problems(entry, info, _binary_archs(entry, info, want, report))
+
+
+def _binary_archs(entry: str, info: BinaryInfo, want: Expectation, report: Report) -> ArchList:
+    """The archs one binary must hold: the whole list, or (one_arch_per_binary) the one listed
+    arch it was built for, as SASS and PTX; a binary holding several is a problem of its own."""
+    if not want.one_arch_per_binary:
+        return want.archs
+    listed = {f"sm_{a.sm}": a for a in want.archs.archs}  # by number: sm_120a is 12.0's
+    built = [base for base in _base(info.cubins) if base in listed]
+    if len(built) != 1:
+        report.problems.append(
+            f"{entry}: holds SASS for {', '.join(sorted(info.cubins)) or 'nothing'}, not one arch "
+            f"of {want.archs.torch} (arch.one_arch_per_binary)"
+        )
+        return want.archs
+    return ArchList((replace(listed[built[0]], ptx=True),))
 
 
 def _base(archs: Iterable[str]) -> dict[str, list[str]]:
@@ -163,9 +180,9 @@ def _arch_problems(entry: str, info: BinaryInfo, policy: ArchList) -> list[str]:
         ("SASS", policy.cubins, info.cubins),
         ("PTX", policy.ptx, info.ptx),
     ):
-        built = _base(found)
-        missing = [a for a in wanted if a not in built]
-        extra = [v for base, variants in built.items() if base not in wanted for v in variants]
+        listed, built = _base(wanted), _base(found)
+        missing = [v for base, variants in listed.items() if base not in built for v in variants]
+        extra = [v for base, variants in built.items() if base not in listed for v in variants]
         problems += [
             f"{entry}: {kind} {what} for {', '.join(items)} ({shown})"
             for kind, items in (("missing", missing), ("unexpected", extra))
@@ -283,8 +300,22 @@ def _check_contents(wheel: Path, zf: zipfile.ZipFile, want: Expectation, report:
                 f"{entry} needs GLIBC_{info.glibc[0]}.{info.glibc[1]}, "
                 f"above the {floor[0][:-1]} tag"
             )
+    report.problems += _device_problems(device, want, report)
+
+
+def _device_problems(device: int, want: Expectation, report: Report) -> list[str]:
+    """Across binaries: some device code where archs are listed, and (one_arch_per_binary, whose
+    binaries were each checked alone) every listed arch held by one of them."""
     if device == 0 and want.archs.archs:
-        report.problems.append("no shared object carries CUDA device code (no fatbin)")
+        return ["no shared object carries CUDA device code (no fatbin)"]
+    if not want.one_arch_per_binary:
+        return []
+    held = _base(c for found in report.archs.values() for c in found["cubins"])
+    listed = _base(want.archs.cubins)
+    if missing := [a for base, archs in listed.items() if base not in held for a in archs]:
+        why = f"arch.one_arch_per_binary: one per arch of {want.archs.torch}"
+        return [f"no binary holds {', '.join(missing)} ({why})"]
+    return []
 
 
 def _member_hashes(wheel: Path) -> dict[str, str]:

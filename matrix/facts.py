@@ -88,6 +88,7 @@ class Compat:
 
     cuda: dict[str, HostCompilers]
     required: dict[str, tuple[str, ...]]  # per CUDA major
+    msvc_nvcc_flags: dict[str, tuple[str, ...]]  # per CUDA major: every Windows build's nvcc
     images: dict[str, Image]
     runners: dict[str, Runner]
 
@@ -139,6 +140,7 @@ def _compat(data: dict[str, Any]) -> Compat:
             for minor, c in data["cuda"].items()
         },
         required={k: tuple(v["components"]) for k, v in data["required_components"].items()},
+        msvc_nvcc_flags={k: tuple(v["flags"]) for k, v in data.get("msvc_nvcc_flags", {}).items()},
         images={
             ref: Image(
                 pythons=tuple(i["pythons"]),

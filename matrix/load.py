@@ -286,6 +286,7 @@ def _package(
         arch_env=arch.get("env"),
         arch_format=arch.get("format", "torch"),
         arch_overrides=tuple(rules),
+        one_arch_per_binary=arch.get("one_arch_per_binary", False),
         local_version_env=data.get("local_version", {}).get("env"),
         env=data.get("env", {}),
         import_with_torch=data.get("import_with_torch", False),

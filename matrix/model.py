@@ -29,15 +29,23 @@ ArchFormat = Literal["torch", "semicolon-int", "comma-int"]
 
 @dataclass(frozen=True, order=True)
 class Arch:
-    """One SM target: `sm` is '90' for 9.0; `ptx` also embeds PTX for it."""
+    """One SM target: `sm` is '90' for 9.0; `ptx` also embeds PTX for it; `variant` 'a' is
+    NVIDIA's arch-specific code (sm_120a runs on 12.0 only, not on 12.1 as sm_120 does), 'f'
+    the family-specific one."""
 
     sm: int
     ptx: bool = False
+    variant: str = ""
 
     @property
     def dotted(self) -> str:
-        """'9.0' / '12.0+PTX' as TORCH_CUDA_ARCH_LIST spells it."""
-        return f"{self.sm // 10}.{self.sm % 10}" + ("+PTX" if self.ptx else "")
+        """'9.0' / '12.0a' / '12.0+PTX' as TORCH_CUDA_ARCH_LIST spells it."""
+        return f"{self.sm // 10}.{self.sm % 10}{self.variant}" + ("+PTX" if self.ptx else "")
+
+    @property
+    def name(self) -> str:
+        """'sm_90', 'sm_120a': the arch as fatbins and nvcc name it."""
+        return f"sm_{self.sm}{self.variant}"
 
 
 @dataclass(frozen=True)
@@ -61,10 +69,14 @@ class ArchList:
                 continue
             ptx = item.endswith("+PTX")
             major, _, minor = item.removesuffix("+PTX").partition(".")
+            variant = minor[1:] if minor[1:] in ("a", "f") else ""
+            minor = minor.removesuffix(variant)
             if not (major.isdigit() and minor.isdigit() and len(minor) == 1):
-                msg = f"invalid arch {item!r} in {text!r}: expected e.g. '9.0' or '12.0+PTX'"
+                msg = (
+                    f"invalid arch {item!r} in {text!r}: expected e.g. '9.0', '12.0a' or '12.0+PTX'"
+                )
                 raise ValueError(msg)
-            archs.append(Arch(int(major) * 10 + int(minor), ptx))
+            archs.append(Arch(int(major) * 10 + int(minor), ptx, variant))
         if not archs:
             msg = f"empty arch list {text!r}"
             raise ValueError(msg)
@@ -77,20 +89,20 @@ class ArchList:
 
     @property
     def cubins(self) -> tuple[str, ...]:
-        """SASS the wheel must carry, e.g. ('sm_80', 'sm_90')."""
-        return tuple(f"sm_{a.sm}" for a in self.archs)
+        """SASS the wheel must carry, e.g. ('sm_80', 'sm_90', 'sm_120a')."""
+        return tuple(a.name for a in self.archs)
 
     @property
     def ptx(self) -> tuple[str, ...]:
         """PTX the wheel must carry, e.g. ('sm_90',)."""
-        return tuple(f"sm_{a.sm}" for a in self.archs if a.ptx)
+        return tuple(a.name for a in self.archs if a.ptx)
 
     def spelled(self, fmt: ArchFormat) -> str:
         """The list in a package's own variable format ('80;90' for semicolon-int)."""
         if fmt == "torch":
             return self.torch
         sep = ";" if fmt == "semicolon-int" else ","
-        return sep.join(str(a.sm) for a in self.archs)
+        return sep.join(f"{a.sm}{a.variant}" for a in self.archs)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -260,6 +272,7 @@ class Package:
     arch_env: str | None = None
     arch_format: ArchFormat = "torch"
     arch_overrides: tuple[ArchRule, ...] = ()
+    one_arch_per_binary: bool = False  # tiny-cuda-nn: an extension per arch, each with its PTX
     local_version_env: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     build_requires: tuple[str, ...] = ()

@@ -238,10 +238,16 @@ def test_pe_imports_are_read_from_a_real_windows_binary() -> None:
     assert not library_policy(REPO, "linux").is_provided("LIBC10.SO")
 
 
-@pytest.mark.parametrize("torch_free", [False, True])
+@pytest.mark.parametrize(
+    ("torch_free", "index"),
+    [(False, "pip"), (False, "https://download.pytorch.org/whl/cu130"), (True, "pip")],
+)
 def test_check_import_installs_import_requires_and_imports_torch_only_when_present(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, torch_free: bool
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, torch_free: bool, index: str
 ) -> None:
+    """import_requires resolve with torch held at the env's own build, from its torch index
+    too: nunchaku's torchvision must be the one built for that torch, not PyPI's newest (which
+    would replace torch in the venv)."""
     from wheelfarm.builder import build, envs
 
     installs: list[tuple[object, ...]] = []
@@ -250,12 +256,44 @@ def test_check_import_installs_import_requires_and_imports_torch_only_when_prese
     monkeypatch.setattr(envs, "pip_install", lambda py, *args, **k: installs.append(args))
     monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[2:]))
     monkeypatch.setattr(build.driver, "import_env", lambda *a: {})  # test_driver.py covers it
-    torch_env = None if torch_free else envs.TorchEnv(tmp_path / "torch", "2.14.1", "cu130")
+    torch_env = None if torch_free else envs.TorchEnv(tmp_path / "torch", "2.14.1", "cu130", index)
+    if torch_env is not None:
+        torch_env.path.mkdir()
+        (torch_env.path / ".complete").write_text('{"torch": "2.14.1+cu130", "cuda": "13.0"}')
     wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
     build.check_import(
         wheel, ("pkg", "pkg._C"), torch_env, tmp_path / "venv",
-        python="python3", log=tmp_path / "log", requires=("numpy", "scipy"),
+        python="python3", log=tmp_path / "log", requires=("numpy", "torchvision"),
     )  # fmt: skip
-    assert installs == [("--", "numpy", "scipy"), ("--no-deps", "--no-index", wheel)]
+    pins = tmp_path / "venv-torch.txt"
+    pin: tuple[object, ...] = () if torch_free else ("--constraint", str(pins))
+    if index != "pip":
+        pin += ("--extra-index-url", index)
+    assert installs == [(*pin, "--", "numpy", "torchvision"), ("--no-deps", "--no-index", wheel)]
+    assert torch_free or pins.read_text() == "torch==2.14.1+cu130\n"
     first = [] if torch_free else ["torch"]
     assert codes == [[build.IMPORT_PROGRAM, *first, "pkg", "pkg._C"]]
+
+
+@pytest.mark.parametrize(
+    ("build_id", "flags"),
+    [
+        ("pytorch3d-0.7.9-cu130torch2.14-cp312-win_amd64", "-Xcompiler /Zc:preprocessor"),
+        ("pytorch3d-0.7.9-cu126torch2.9-cp312-win_amd64", None),  # CCCL 2: no such need
+        ("pytorch3d-0.7.9-cu130torch2.14-cp312-linux_x86_64", None),
+    ],
+)
+def test_windows_builds_get_compat_yamls_nvcc_flags_for_their_cuda(
+    build_id: str, flags: str | None
+) -> None:
+    """CUDA 13's CCCL refuses MSVC's traditional preprocessor: every Windows build of a CUDA 13
+    cell passes /Zc:preprocessor to nvcc's host pass (compat.yaml msvc_nvcc_flags), after the
+    NVCC_APPEND_FLAGS already set; Linux and CUDA 12 builds get nothing."""
+    from wheelfarm.builder.build import msvc_nvcc_flags
+
+    matrix = load_matrix(REPO)
+    target = resolve(matrix, expand(matrix), build_id)
+    assert msvc_nvcc_flags(target, {}).get("NVCC_APPEND_FLAGS") == flags
+    if flags:
+        before = {"NVCC_APPEND_FLAGS": "-DX"}
+        assert msvc_nvcc_flags(target, before) == {"NVCC_APPEND_FLAGS": f"-DX {flags}"}
