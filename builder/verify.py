@@ -154,7 +154,7 @@ def _binary_archs(entry: str, info: BinaryInfo, want: Expectation, report: Repor
     if len(built) != 1:
         report.problems.append(
             f"{entry}: holds SASS for {', '.join(sorted(info.cubins)) or 'nothing'}, not one arch "
-            f"of {want.archs.torch} (arch.one_arch_per_binary)"
+            f"of {want.archs.listed} (arch.one_arch_per_binary)"
         )
         return want.archs
     return ArchList((replace(listed[built[0]], ptx=True),))
@@ -174,7 +174,7 @@ def _arch_problems(entry: str, info: BinaryInfo, policy: ArchList) -> list[str]:
     for its number: sageattention builds 9.0 as sm_90a), nothing else, and every GPU the
     policy's plain archs run on still runs this code (the install helper's rule): sm_120a alone
     does not run on 12.1, which the policy's 12.0 promises."""
-    shown = f"policy: {policy.torch or 'no device code, arch.via none'}"
+    shown = f"policy: {policy.listed or 'no device code, arch.via none'}"
     problems = []
     for what, wanted, found in (
         ("SASS", policy.cubins, info.cubins),
@@ -313,7 +313,7 @@ def _device_problems(device: int, want: Expectation, report: Report) -> list[str
     held = _base(c for found in report.archs.values() for c in found["cubins"])
     listed = _base(want.archs.cubins)
     if missing := [a for base, archs in listed.items() if base not in held for a in archs]:
-        why = f"arch.one_arch_per_binary: one per arch of {want.archs.torch}"
+        why = f"arch.one_arch_per_binary: one per arch of {want.archs.listed}"
         return [f"no binary holds {', '.join(missing)} ({why})"]
     return []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -84,7 +84,14 @@ class ArchList:
 
     @property
     def torch(self) -> str:
-        """The TORCH_CUDA_ARCH_LIST value."""
+        """The TORCH_CUDA_ARCH_LIST value: plain archs. A variant says what the package builds
+        for an arch (sageattn3 turns 12.0 into sm_120a itself), and setup.py files that parse
+        the list take numbers only (int('0a') fails)."""
+        return ";".join(replace(a, variant="").dotted for a in self.archs)
+
+    @property
+    def listed(self) -> str:
+        """The list as the package file gives it, variants kept ('10.0a;12.0a')."""
         return ";".join(a.dotted for a in self.archs)
 
     @property
@@ -102,7 +109,7 @@ class ArchList:
         if fmt == "torch":
             return self.torch
         sep = ";" if fmt == "semicolon-int" else ","
-        return sep.join(f"{a.sm}{a.variant}" for a in self.archs)
+        return sep.join(str(a.sm) for a in self.archs)
 
 
 @dataclass(frozen=True, kw_only=True)

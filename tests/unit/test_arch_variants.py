@@ -283,3 +283,24 @@ def test_an_a_build_of_the_policys_arch_is_not_partial() -> None:
     policy = {wheel.build_id: frozenset({"sm_80", "sm_90"})}
     assert not with_archs(wheel, record, policy).partial_archs
     assert with_archs(wheel, record, {wheel.build_id: frozenset({"sm_120"})}).partial_archs
+
+
+@pytest.mark.parametrize(
+    ("listed", "cubins", "ok"),
+    [
+        ("10.0a;12.0a", {"sm_100a", "sm_120a"}, True),  # sageattn3: exactly what it promises
+        ("12.0a", {"sm_120"}, True),  # plain sm_120 runs on 12.0 too: more than promised
+        ("12.0", {"sm_120a"}, False),  # a plain 12.0 promises GB10 (12.1), which sm_120a misses
+        ("12.0a", {"sm_100a"}, False),
+    ],
+)
+def test_a_listed_variant_is_what_verify_expects_and_the_package_gets_plain_numbers(
+    listed: str, cubins: set[str], ok: bool
+) -> None:
+    """`12.0a` in a package file: verify wants 12.0's code and promises 12.0 only; the package's
+    own variable gets the plain list (sageattn3's setup.py parses int('0a') and fails)."""
+    archs = ArchList.parse(listed)
+    assert archs.listed == listed
+    assert "a" not in archs.torch and "a" not in archs.spelled("semicolon-int")
+    problems = _arch_problems("pkg/_C.so", BinaryInfo(frozenset(cubins), frozenset()), archs)
+    assert (problems == []) == ok, problems
