@@ -272,7 +272,7 @@ def check_import(
         pin = (
             ()
             if torch_env is None
-            else tuple(torch_env.pinned(venv.with_name(f"{venv.name}-torch.txt")))
+            else torch_pin(torch_env, venv.with_name(f"{venv.name}-torch.txt"))
         )
         envs.install_requirements(py, requires, log=log, options=pin)
     for required in farm:
@@ -286,6 +286,15 @@ def check_import(
             wheel.name,
             [f"import of {', '.join(imports)} failed in a fresh venv with its torch; log: {log}"],
         ) from exc
+
+
+def torch_pin(torch_env: envs.TorchEnv, constraints: Path) -> tuple[str, ...]:
+    """The pip options that keep `torch_env`'s exact torch build (its `.complete` marker, written
+    to `constraints`) and look in its torch index too: a requirement that depends on torch
+    (torchvision) then resolves to the build made for it instead of replacing torch."""
+    constraints.write_text(f"torch=={provenance.torch_facts(torch_env).torch}\n", encoding="utf-8")
+    extra = () if torch_env.index == envs.PIP_INDEX else ("--extra-index-url", torch_env.index)
+    return ("--constraint", str(constraints), *extra)
 
 
 def install_farm_wheel(

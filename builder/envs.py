@@ -69,15 +69,6 @@ class TorchEnv:
     def python(self) -> Path:
         return current().venv_python(self.path)
 
-    def pinned(self, constraints: Path) -> list[str]:
-        """The pip arguments that keep this env's exact torch build (written to `constraints`) and
-        look in its torch index too: a requirement that depends on torch (torchvision) then
-        resolves to the build made for it instead of replacing torch with PyPI's newest."""
-        made = json.loads((self.path / ".complete").read_text(encoding="utf-8"))
-        constraints.write_text(f"torch=={made['torch']}\n", encoding="utf-8")
-        extra = [] if self.index == PIP_INDEX else ["--extra-index-url", self.index]
-        return ["--constraint", str(constraints), *extra]
-
 
 def torch_env(
     cache: Path, *, python: str, torch: str, cuda: str, index: str, log: Path
@@ -254,7 +245,7 @@ def install_requirements(
     python: Path, requirements: tuple[str, ...], *, log: Path, options: tuple[str, ...] = ()
 ) -> None:
     """A package's own requirements (build_requires, import_requires) into one venv, with pip
-    `options` of the farm's own (TorchEnv.pinned). They come from YAML: each must be a plain
+    `options` of the farm's own (build.torch_pin). They come from YAML: each must be a plain
     requirement (the loader checks it too), and they go after `--`, so none can be read as one
     of pip's options."""
     for text in requirements:

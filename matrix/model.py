@@ -39,7 +39,8 @@ class Arch:
 
     @property
     def dotted(self) -> str:
-        """'9.0' / '12.0a' / '12.0+PTX' as TORCH_CUDA_ARCH_LIST spells it."""
+        """'9.0' / '12.0a' / '12.0+PTX': as a package file lists it (ArchList.torch drops the
+        variant for the package's own variable)."""
         return f"{self.sm // 10}.{self.sm % 10}{self.variant}" + ("+PTX" if self.ptx else "")
 
     @property
