@@ -202,7 +202,7 @@ def _schema_problems(
         yield (
             line,
             key,
-            f"{clip(error.instance)} is not allowed (allowed: {', '.join(allowed)}){tip}",
+            f"{clip(error.instance)} is not allowed{tip} (allowed: {', '.join(allowed)})",
         )
     elif error.validator == "oneOf" and path and path[-1] == "source":
         chosen = _chosen_form(error)
@@ -230,13 +230,14 @@ def _did_you_mean(value: str, allowed: list[str]) -> str:
 def _unknown_keys(
     error: ValidationError, node: yaml.Node | None, path: list[str | int]
 ) -> Iterator[tuple[int, str, str]]:
-    """One problem per key the schema does not know, at that key's own line."""
+    """One problem per key the schema does not know, at that key's own line; the hint comes
+    before the allowed keys, which a long list would otherwise clip off the line."""
     allowed = sorted(cast("dict[str, Any]", error.schema).get("properties", {}))
     for extra in sorted(set(cast("dict[str, Any]", error.instance)) - set(allowed)):
         yield (
             _key_line(node, extra),
             dotted([*path, extra]),
-            f"unknown key {extra!r} (allowed: {', '.join(allowed)}){_did_you_mean(extra, allowed)}",
+            f"unknown key {extra!r}{_did_you_mean(extra, allowed)} (allowed: {', '.join(allowed)})",
         )
 
 
