@@ -228,7 +228,7 @@ def msvc_nvcc_flags(target: Target, env: Mapping[str, str]) -> dict[str, str]:
 def expectation(target: Target) -> Expectation:
     b = target.build
     return Expectation(
-        name=target.package.name,
+        name=b.dist,
         version=b.version,
         label=b.label,
         python_tag=b.python_tag,
@@ -314,7 +314,8 @@ def install_farm_wheel(
             for_wheel,
             [
                 (
-                    f"its modules import {required.pin} (farm_requires), which {text} does not "
+                    f"{'its build and ' if required.at_build else 'its '}modules import "
+                    f"{required.pin} (farm_requires), which {text} does not "
                     f"hold: build that first into the same --out, or pass --farm-wheels with a "
                     f"wheelhouse or the farm's index URL; log: {log}"
                 )
@@ -429,6 +430,9 @@ def _compile(target: Target, opts: BuildOptions, steps: Steps) -> _Compiled:
         py = envs.overlay(torch_env, work / "build-venv", python=python, log=log)
         if pkg.build_requires:
             envs.install_requirements(py, pkg.build_requires, log=log)
+        for required in (w for w in target.farm_requires if w.at_build):
+            farm_source = opts.farm_wheels or opts.out_dir
+            install_farm_wheel(py, required, farm_source, log=log, for_wheel=target.id)
         torch_site = envs.site_packages(torch_env.python) if torch_env else None
     with steps.step("source") as log:
         src = source.fetch(

@@ -43,6 +43,7 @@ class FarmWheel:
     pin: str  # 'torch-scatter==2.1.2+cu130torch2.14'
     cuda: str
     torch: str  # the torch minor whose index directory lists it
+    at_build: bool = False  # farm_build_requires: installed into the build venv as well
 
     @property
     def requirement(self) -> str:
@@ -50,15 +51,19 @@ class FarmWheel:
         return self.pin.split("+", 1)[0]
 
 
-def _farm_wheels(expansion: Expansion, build: Build, torch: str | None) -> tuple[FarmWheel, ...]:
+def _farm_wheels(
+    expansion: Expansion, build: Build, torch: str | None, at_build: tuple[str, ...]
+) -> tuple[FarmWheel, ...]:
     """The required builds serving the cell the import check runs in (this build's CUDA,
-    platform and Python, beside its torch)."""
+    platform and Python, beside its torch), by their wheels' own names; those of packages in
+    `at_build` the build installs too."""
     out = []
     for required_id in build.requires:
         req = expansion.by_id[required_id]
         for c in req.covers:
             if c.python == build.python and (torch is None or c.torch == torch):
-                out.append(FarmWheel(f"{req.package}=={req.version}+{req.label}", c.cuda, c.torch))
+                pin = f"{req.dist}=={req.version}+{req.label}"
+                out.append(FarmWheel(pin, c.cuda, c.torch, at_build=req.package in at_build))
                 break
     return tuple(out)
 
@@ -116,7 +121,10 @@ def _target(
         root=matrix.root,
         import_torch=import_torch,
         farm_requires=_farm_wheels(
-            expansion, build, ".".join(import_torch.split(".")[:2]) if import_torch else None
+            expansion,
+            build,
+            ".".join(import_torch.split(".")[:2]) if import_torch else None,
+            package.farm_build_requires,
         ),
     )
 

@@ -67,6 +67,12 @@ class Build:
     python_abi: PythonAbi = "cpython"
     python_floor: str | None = None  # the floor an abi3 / none tag carries; None: `python`
     requires: tuple[str, ...] = ()  # ids of the farm_requires builds serving its cells
+    distribution: str | None = None  # the wheel's own name where it is per CUDA (spconv-cu130)
+
+    @property
+    def dist(self) -> str:
+        """The distribution its wheel names: the package's, or its per-CUDA name."""
+        return self.distribution or self.package
 
     @property
     def torch_minor(self) -> str | None:
@@ -89,8 +95,9 @@ class Build:
 
     @property
     def id(self) -> str:
-        """Stable identifier, e.g. 'flash-attn-2.8.3-cu130torch2.14-cp312-linux_x86_64'."""
-        return f"{self.package}-{self.version}-{self.label}-{self.python_tag}-{self.platform}"
+        """Stable identifier, e.g. 'flash-attn-2.8.3-cu130torch2.14-cp312-linux_x86_64': the
+        wheel's own name, version and tags, as `build_id_from_wheel` reads them back."""
+        return f"{self.dist}-{self.version}-{self.label}-{self.python_tag}-{self.platform}"
 
     @property
     def group_id(self) -> str:
@@ -100,7 +107,7 @@ class Build:
         torch ABI) is a group of its own."""
         if self.abi != "cpython":
             return self.id
-        return f"{self.package}-{self.version}-{self.label}-{self.platform}"
+        return f"{self.dist}-{self.version}-{self.label}-{self.platform}"
 
 
 @dataclass(frozen=True)
@@ -217,6 +224,7 @@ def builds(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Build]:
         out.append(
             Build(
                 package=package.name,
+                distribution=package.distribution_for(first.cuda),
                 version=first.version,
                 abi=abi.kind,
                 cuda=first.cuda,

@@ -22,6 +22,7 @@ from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import read_facts
 from wheelfarm.matrix.load_grid import cross_check, read_arch, read_farm, read_releases
 from wheelfarm.matrix.model import (
+    DIST_PLACEHOLDER,
     ENV_PLACEHOLDER,
     Abi,
     ArchList,
@@ -39,6 +40,7 @@ from wheelfarm.matrix.reader import Document, Problems, clip, line_at, read_yaml
 # every file of matrix/ beside packages/, each with its schema in matrix/schema/NAME.schema.json
 FILES = ("torch", "arch", "farm", "toolkits", "compat", "libraries", "drivers")
 MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+DIST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")  # PEP 508 names
 
 
 def _abi(f: Document, data: dict[str, Any], where: list[str | int]) -> Abi:
@@ -168,8 +170,9 @@ def module_problem(name: str) -> str | None:
 
 
 def _farm_requires_checks(
-    f: Document, name: str, required: list[str], known: frozenset[str]
+    f: Document, name: str, data: dict[str, Any], known: frozenset[str]
 ) -> None:
+    required = data.get("farm_requires", [])
     for i, req in enumerate(required):
         if canonicalize_name(req) == name:
             f.add(["farm_requires", i], f"{req!r} is this package itself: drop it")
@@ -179,6 +182,33 @@ def _farm_requires_checks(
                 f"{req!r} is no package of this farm (packages/*.yaml): add its file, or list "
                 f"it in import_requires if PyPI has a wheel",
             )
+    imported = {canonicalize_name(r) for r in required}
+    for i, req in enumerate(data.get("farm_build_requires", [])):
+        if canonicalize_name(req) not in imported:
+            f.add(
+                ["farm_build_requires", i],
+                f"{req!r} is not in farm_requires: add it there too (the build and the import "
+                f"check install the same farm wheel)",
+            )
+
+
+def _distribution_checks(f: Document, data: dict[str, Any]) -> None:
+    """A per-CUDA name must name a distribution for every CUDA tag, and differ by CUDA."""
+    template = data.get("distribution")
+    if template is None:
+        return
+    if DIST_PLACEHOLDER not in template:
+        f.add(
+            ["distribution"],
+            f"{clip(template)} has no {DIST_PLACEHOLDER}: it would be one name for every CUDA; "
+            f"drop it (the wheels are named {data['name']!r}) or add {DIST_PLACEHOLDER}",
+        )
+    elif not DIST_NAME.fullmatch(template.replace(DIST_PLACEHOLDER, "cu130")):
+        f.add(
+            ["distribution"],
+            f"{clip(template)} is no distribution name once {DIST_PLACEHOLDER} is cu130: start "
+            f"and end with a letter or digit, e.g. 'spconv-{DIST_PLACEHOLDER}'",
+        )
 
 
 def _data_checks(f: Document, data: dict[str, Any]) -> None:
@@ -218,7 +248,8 @@ def _cross_field_checks(
         if not math.isfinite(value):
             f.add(where, f"{value!r} is not a finite number: give the measured value, e.g. 4")
     _data_checks(f, data)
-    _farm_requires_checks(f, name, data.get("farm_requires", []), known)
+    _farm_requires_checks(f, name, data, known)
+    _distribution_checks(f, data)
     if data.get("import_with_torch") and data["abi"]["kind"] != "torch-free":
         f.add(
             ["import_with_torch"],
@@ -290,7 +321,11 @@ def _package(
         local_version_env=data.get("local_version", {}).get("env"),
         env=data.get("env", {}),
         import_with_torch=data.get("import_with_torch", False),
+        distribution=data.get("distribution"),
         farm_requires=tuple(canonicalize_name(r) for r in data.get("farm_requires", [])),
+        farm_build_requires=tuple(
+            canonicalize_name(r) for r in data.get("farm_build_requires", [])
+        ),
         build_requires=tuple(data.get("build_requires", [])),
         torch_spec=torch_spec,
         python_spec=python_spec,

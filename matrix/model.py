@@ -22,6 +22,7 @@ from wheelfarm.matrix.facts import Facts
 AbiKind = Literal["cpython", "abi3", "torch-stable", "torch-free"]
 # what a package's `env` values may name: torch_memory_saver names its binaries by the CUDA major
 ENV_PLACEHOLDER = re.compile(r"\{(cuda|cuda_major)\}")
+DIST_PLACEHOLDER = "{cuda_tag}"  # the one placeholder a per-CUDA distribution name takes
 PythonAbi = Literal["cpython", "abi3", "none"]
 ArchVia = Literal["torch", "env", "patch", "none"]  # none: compiles no device code
 ArchFormat = Literal["torch", "semicolon-int", "comma-int"]
@@ -274,6 +275,7 @@ class Package:
     name: NormalizedName
     display_name: str
     file: Path
+    distribution: str | None = None  # per-CUDA wheel name, 'spconv-{cuda_tag}'; None: name
     versions: tuple[PackageVersion, ...]
     abi: Abi
     arch_via: ArchVia = "torch"
@@ -293,6 +295,7 @@ class Package:
     import_requires: tuple[str, ...] = ()
     import_with_torch: bool = False  # torch-free binaries, Python that imports torch
     farm_requires: tuple[NormalizedName, ...] = ()  # farm packages its modules import
+    farm_build_requires: tuple[NormalizedName, ...] = ()  # of those, the ones its build imports
     vendor_allow: tuple[str, ...] = ()
     build_minutes_per_arch: float = 10.0
     gb_per_job: float = 3.0
@@ -303,6 +306,14 @@ class Package:
         version = cuda_version(cuda)
         values = {"cuda": str(version), "cuda_major": str(version.major)}
         return {k: ENV_PLACEHOLDER.sub(lambda m: values[m[1]], v) for k, v in self.env.items()}
+
+    def distribution_for(self, cuda: str) -> NormalizedName:
+        """The wheel's distribution name for one CUDA tag: 'spconv-{cuda_tag}' gives
+        'spconv-cu130' for cu130 (upstream's own per-CUDA names); the package's name where
+        the file gives none."""
+        if self.distribution is None:
+            return self.name
+        return canonicalize_name(self.distribution.replace(DIST_PLACEHOLDER, cuda))
 
     def abi_for(self, version: str) -> Abi:
         """The ABI of one version: its own where the file gives one (xformers went cpython ->

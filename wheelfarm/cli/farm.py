@@ -37,7 +37,9 @@ def execute(args: argparse.Namespace) -> int:
     target = choose_target(matrix, expansion, common.query(args))
     opts = common.build_options(args, local=True, out=args.store)
     result = local_farm(matrix, expansion, target, opts, site=args.site, title=args.title)
-    name, cuda = target.package.display_name, target.build.cuda
+    build = target.build
+    name = target.package.display_name if build.dist == target.package.name else build.dist
+    cuda = build.cuda
     print(f"pip install {name} --extra-index-url {result.index_url}")
     print(f"uv pip install {name} --extra-index-url {result.index_url}")
     combo = result.index_url.rstrip("/").rsplit("/", 1)[-1]
