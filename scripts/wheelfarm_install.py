@@ -487,7 +487,8 @@ def install(args: argparse.Namespace) -> int:
                else [args.python, "-m", "pip", "install"])  # fmt: skip
     # torch pinned to the installed one: the resolver may not swap it for another build
     command += [f"{package}=={wheel['version']}", f"torch=={machine['torch_version']}"]
-    command += ["--extra-index-url", index]
+    # uv: the farm's index named with --index, asked before PyPI (the printed commands' rule)
+    command += ["--index" if args.uv else "--extra-index-url", index]
     print(shlex.join(command))
     return 0 if args.dry_run else subprocess.run(command, check=False).returncode
 

@@ -4,6 +4,7 @@ combos), served on 127.0.0.1, installed from by real pip and uv in fresh venvs."
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from wheelfarm.core.commands import UV_OUTSIDE_A_VENV, install_commands
 from wheelfarm.index.serve import served
 
 from .conftest import DemoBuild, fresh_venv, needs_uv, pip, retag, uv_install, wheelfarm
@@ -129,9 +131,12 @@ def test_local_farm_prints_a_working_pip_command(
         "--cache",
         cache_dir,
     )
-    pip_line = next(line for line in result.stdout.splitlines() if line.startswith("pip install"))
+    lines = result.stdout.splitlines()
+    index = f"{(tmp_path / 'site').resolve().as_uri()}/cu130/torch2.14/"
+    printed = install_commands("wheelfarm-demo", "0.1.0+cu130torch2.14", index)
+    assert lines[:3] == [printed.pip, f"# {UV_OUTSIDE_A_VENV}", printed.uv]
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
-    installed = pip(py, *pip_line.split()[1:])
+    installed = pip(py, *shlex.split(printed.pip)[1:])
     assert installed.returncode == 0, installed.stderr
     assert "Version: 0.1.0+cu130torch2.14" in pip(py, "show", "wheelfarm-demo").stdout
     again = wheelfarm("farm", "--store", store, "--site", tmp_path / "site", "--cache", cache_dir)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from wheelfarm.core.commands import install_commands
 from wheelfarm.index.serve import served
 
 from .conftest import DemoBuild, retag, wheelfarm
@@ -89,14 +90,12 @@ def test_selector_gives_the_exact_commands(browser: object, site: Path, tmp_path
         _choose(driver, "python", here_py)
         _choose(driver, "torch", "2.14")
         _choose(driver, "cuda", "cu126")
-        assert (
-            text("pip-command")
-            == f'pip install "wheelfarm-demo==0.1.0+cu126torch2.14" --extra-index-url {url}cu126/torch2.14/'
+        # the commands `wheelfarm farm` prints, which tests/integration/test_front_door.py runs
+        printed = install_commands(
+            "wheelfarm-demo", "0.1.0+cu126torch2.14", f"{url}cu126/torch2.14/"
         )
-        assert (
-            text("uv-command")
-            == f'uv pip install "wheelfarm-demo==0.1.0+cu126torch2.14" --extra-index-url {url}cu126/torch2.14/'
-        )
+        assert text("pip-command") == printed.pip
+        assert text("uv-command") == printed.uv
         pinned = text("uv-pinned")
         assert (
             "[[tool.uv.index]]" in pinned

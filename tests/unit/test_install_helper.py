@@ -121,8 +121,11 @@ def test_the_installed_torch_is_pinned_in_the_command(
     args = machine(tmp_path, monkeypatch, [entry(**SM90)], "9.0, 580.82.07")
     code, out, _ = run(helper, capsys, "demo", *args, "--dry-run", "--uv")
     assert code == 0
-    assert f" demo==1.0+cu130torch2.14 torch=={TORCH} --extra-index-url " in out
+    # uv names the farm's index with --index (asked before PyPI); no venv needed (--python)
+    assert f" demo==1.0+cu130torch2.14 torch=={TORCH} --index " in out
     assert out.startswith("uv pip install --python ")
+    code, out, _ = run(helper, capsys, "demo", *args, "--dry-run")
+    assert f" demo==1.0+cu130torch2.14 torch=={TORCH} --extra-index-url " in out
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,7 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     """The local farm: plan what this machine can build, build it, index it, print commands."""
+    from wheelfarm.core.commands import UV_OUTSIDE_A_VENV, install_commands
     from wheelfarm.farm import choose_target, local_farm
 
     matrix, expansion = common.grid(args)
@@ -40,8 +41,10 @@ def execute(args: argparse.Namespace) -> int:
     build = target.build
     name = target.package.display_name if build.dist == target.package.name else build.dist
     cuda = build.cuda
-    print(f"pip install {name} --extra-index-url {result.index_url}")
-    print(f"uv pip install {name} --extra-index-url {result.index_url}")
+    commands = install_commands(name, f"{build.version}+{build.label}", result.index_url)
+    print(commands.pip)
+    print(f"# {UV_OUTSIDE_A_VENV}")
+    print(commands.uv)
     combo = result.index_url.rstrip("/").rsplit("/", 1)[-1]
     print(
         f"# or serve it: wheelfarm serve {args.site} --port 8000, then use "

@@ -1,0 +1,130 @@
+"""Every printed install command takes the farm's wheel or fails, on the day PyPI holds a newer
+release of the same name: here a fake PyPI (a local simple index served beside the site) holds
+wheelfarm-demo 0.2.0 as an sdist that fails to build. Each command runs as printed, with the fake
+PyPI as its default index (PIP_INDEX_URL, UV_DEFAULT_INDEX), its venv first on PATH and, for uv,
+the venv as `.venv` in the current folder (what `uv venv` makes)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wheelfarm.core.commands import install_commands
+from wheelfarm.index.serve import served
+
+from .conftest import UV, DemoBuild, fresh_venv, needs_uv, pip, serve_wheel
+
+pytestmark = pytest.mark.integration
+HELPER = Path(__file__).parents[2] / "scripts" / "wheelfarm_install.py"
+FARM_VERSION = "0.1.0+cu130torch2.14"
+SDIST = "wheelfarm_demo-0.2.0.tar.gz"
+
+
+@pytest.fixture(scope="module")
+def fake_pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A PEP 503 index holding only a newer sdist of the demo, whose build fails loudly."""
+    root = tmp_path_factory.mktemp("pypi")
+    project = root / "simple" / "wheelfarm-demo"
+    project.mkdir(parents=True)
+    members = {
+        "wheelfarm_demo-0.2.0/PKG-INFO": b"Metadata-Version: 2.1\nName: wheelfarm-demo\nVersion: 0.2.0\n",
+        "wheelfarm_demo-0.2.0/setup.py": b"raise SystemExit('built PyPI sdist')\n",
+    }
+    with tarfile.open(project / SDIST, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    (project / "index.html").write_text(f'<a href="{SDIST}">{SDIST}</a>\n', encoding="utf-8")
+    with served(root) as url:
+        yield f"{url}simple/"
+
+
+@pytest.fixture(scope="module")
+def farm_index(demo_build: DemoBuild, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serve_wheel(demo_build.wheel, tmp_path_factory) as (_, url):
+        yield url
+
+
+def _shell(venv: Path, fake_pypi: str) -> dict[str, str]:
+    """A user's shell: the venv's bin (then uv's) first on PATH, no venv activated, the fake
+    PyPI as every installer's default index, no user config."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "VIRTUAL_ENV"))}
+    tools = [str(venv / "bin")] + ([str(Path(UV).parent)] if UV else [])
+    env |= {
+        "PATH": os.pathsep.join([*tools, env.get("PATH", "")]),
+        "PIP_INDEX_URL": fake_pypi,
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "UV_DEFAULT_INDEX": fake_pypi,
+        "UV_NO_CACHE": "1",
+    }
+    return env
+
+
+def _run(command: list[str], venv: Path, fake_pypi: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, cwd=venv.parent, env=_shell(venv, fake_pypi),
+                          capture_output=True, text=True, check=False)  # fmt: skip
+
+
+def _installed(py: Path) -> str:
+    return pip(py, "show", "wheelfarm-demo").stdout
+
+
+def test_the_unpinned_form_takes_pypis_newer_sdist(
+    farm_index: str, fake_pypi: str, demo_build: DemoBuild, tmp_path: Path
+) -> None:
+    """The control: the fake PyPI bites the README's former headline command."""
+    py = fresh_venv(tmp_path / ".venv", demo_build.torch_env)
+    command = [
+        "pip",
+        "install",
+        "wheelfarm-demo",
+        "--extra-index-url",
+        f"{farm_index}cu130/torch2.14/",
+    ]
+    result = _run(command, tmp_path / ".venv", fake_pypi)
+    assert result.returncode != 0 and SDIST in result.stdout + result.stderr
+    assert FARM_VERSION not in _installed(py)
+
+
+@pytest.mark.parametrize("tool", ["pip", pytest.param("uv", marks=needs_uv)])
+def test_the_printed_command_takes_the_farms_wheel(
+    tool: str, farm_index: str, fake_pypi: str, demo_build: DemoBuild, tmp_path: Path
+) -> None:
+    """What `wheelfarm farm`, README and the landing page print (tests/unit/test_install_commands.py
+    and test_selector.py hold them to install_commands)."""
+    commands = install_commands("wheelfarm-demo", FARM_VERSION, f"{farm_index}cu130/torch2.14/")
+    py = fresh_venv(tmp_path / ".venv", demo_build.torch_env)
+    result = _run(shlex.split(getattr(commands, tool)), tmp_path / ".venv", fake_pypi)
+    assert result.returncode == 0, result.stderr
+    assert f"Version: {FARM_VERSION}" in _installed(py)
+    assert SDIST not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("tool", [[], pytest.param(["--uv"], marks=needs_uv)])
+def test_install_py_takes_the_farms_wheel(
+    tool: list[str], farm_index: str, fake_pypi: str, demo_build: DemoBuild, tmp_path: Path
+) -> None:
+    py = fresh_venv(tmp_path / ".venv", demo_build.torch_env)
+    command = [
+        sys.executable,
+        str(HELPER),
+        "wheelfarm-demo",
+        "--index",
+        farm_index,
+        "--python",
+        str(py),
+        *tool,
+    ]
+    result = _run(command, tmp_path / ".venv", fake_pypi)
+    assert result.returncode == 0, result.stderr
+    assert f"Version: {FARM_VERSION}" in _installed(py)
