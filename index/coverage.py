@@ -59,7 +59,7 @@ def svg(rows: list[Row]) -> str:
     height = row_h * len(rows) + 30
     parts = [
         (
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 90}" '
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 170}" '
             f'height="{height}" font-family="system-ui, sans-serif" font-size="12">'
         ),
         '<text x="0" y="14" font-weight="bold">wheels built / planned</text>',
@@ -67,11 +67,12 @@ def svg(rows: list[Row]) -> str:
     for i, r in enumerate(rows):
         y = 24 + i * row_h
         done = 0 if r.planned == 0 else round(bar_w * r.built / r.planned)
+        counts = f"{r.built} built / {r.planned} planned"
         parts += [
             f'<text x="0" y="{y + 14}">{escape(r.package)} · {escape(r.platform)}</text>',
             f'<rect x="{label_w}" y="{y + 3}" width="{bar_w}" height="14" fill="#d0d7de"/>',
             f'<rect x="{label_w}" y="{y + 3}" width="{done}" height="14" fill="#2da44e"/>',
-            f'<text x="{label_w + bar_w + 6}" y="{y + 14}">{r.built}/{r.planned}</text>',
+            f'<text x="{label_w + bar_w + 6}" y="{y + 14}">{counts}</text>',
         ]
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

@@ -18,12 +18,17 @@ from wheelfarm.matrix.expand import Expansion
 from wheelfarm.matrix.model import Matrix
 
 
-def site_extras(matrix: Matrix, expansion: Expansion, build_ids: Iterable[str]) -> dict[str, bytes]:
-    """Root files beside the index: the coverage chart of the listed `build_ids`, and the
-    root's install helper."""
-    planned = expansion.by_id
-    present = {i for i in build_ids if i in planned}  # not a set of every wheel's
-    extra = {"coverage.svg": svg(coverage(expansion, present)).encode()}
+def site_extras(
+    matrix: Matrix, expansion: Expansion, build_ids: Iterable[str], *, plan: bool = True
+) -> dict[str, bytes]:
+    """Root files beside the index: the coverage chart of the listed `build_ids` against the
+    plan where the site is a farm's (`plan`; a local site's page shows only what it holds, not
+    a plan it never meant to build), and the root's install helper."""
+    extra: dict[str, bytes] = {}
+    if plan:
+        planned = expansion.by_id
+        present = {i for i in build_ids if i in planned}  # not a set of every wheel's
+        extra["coverage.svg"] = svg(coverage(expansion, present)).encode()
     helper = matrix.root.install_helper
     if helper.is_file():
         extra["install.py"] = helper.read_bytes()
@@ -39,15 +44,17 @@ def write_site(
     title: str,
     allow_removal: bool = False,
     input_key: str = "",
+    plan: bool = True,
 ) -> SiteResult:
-    """Drop duplicates, note the wheels in no combo and commit the site of the rest."""
+    """Drop duplicates, note the wheels in no combo and commit the site of the rest (with the
+    plan's coverage where `plan`: a farm's site, not a local wheelhouse's)."""
     unfiled = wheels.account()
     return site.commit(
         wheels,
         templates=matrix.root.templates,
         allow_removal=allow_removal,
         title=title,
-        extra=site_extras(matrix, expansion, wheels.build_ids()),
+        extra=site_extras(matrix, expansion, wheels.build_ids(), plan=plan),
         unfiled=unfiled,
         input_key=input_key,
     )
@@ -103,4 +110,5 @@ def index_wheelhouse(
                 title=title,
                 allow_removal=allow_removal,
                 input_key=key,
+                plan=False,  # a local wheelhouse: its page shows its own cells
             )

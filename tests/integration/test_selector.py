@@ -109,3 +109,29 @@ def test_selector_gives_the_exact_commands(browser: object, site: Path, tmp_path
         )
         shot = Path(os.environ.get("WHEELFARM_SCREENSHOTS", tmp_path)) / "selector.png"
         driver.save_screenshot(str(shot))  # type: ignore[attr-defined]
+
+
+def test_a_local_site_lists_its_own_cells_and_no_plan(browser: object, site: Path) -> None:
+    """A wheelhouse's site: a row per cell it holds, and no chart of the farm's plan."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = browser
+    with served(site) as url:
+        driver.get(url)  # type: ignore[attr-defined]
+        WebDriverWait(driver, 20).until(
+            lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true"
+        )
+        rows = driver.find_elements(By.CSS_SELECTOR, "#held tbody tr")  # type: ignore[attr-defined]
+        cells = {tuple(td.text for td in r.find_elements(By.TAG_NAME, "td")) for r in rows}
+        here_py, other_py = f"3.{CP[3:]}", f"3.{OTHER_CP[3:]}"
+        assert cells == {
+            ("wheelfarm-demo", f"0.1.0+{label}", "Linux x86_64", py, label[9:], label[:5])
+            for label, py in (
+                ("cu130torch2.14", here_py),
+                ("cu126torch2.14", here_py),
+                ("cu130torch2.13", other_py),
+            )
+        }
+        assert driver.find_element(By.ID, "coverage").get_attribute("hidden") is not None  # type: ignore[attr-defined]
+        assert not (site / "coverage.svg").exists()
