@@ -42,6 +42,7 @@ CASES = {
     "shard": (["shard", "x"], ["shard", "x", "--plan-file", MISSING]),
     "watch": (["watch", "--torch-index"], ["watch", "--root", MISSING]),
     "doctor": (["doctor"], ["doctor", f"{MISSING}.whl"]),
+    "request": (["request"], ["request", "--body-file", MISSING]),
     "pr": (
         ["pr", "--head"],
         ["pr", "--repo", "o/r", "--head", "b", "--title", "t", "--body-file", MISSING],

@@ -28,6 +28,7 @@ from wheelfarm.cli import (
     plan,
     pr,
     publish,
+    request,
     serve,
     shard,
     toolkit,
@@ -55,6 +56,7 @@ COMMANDS = (
     pages_url,
     watch,
     pr,
+    request,
     doctor,
 )
 logger = logging.getLogger("wheelfarm")
