@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -128,3 +129,48 @@ def test_install_py_takes_the_farms_wheel(
     result = _run(command, tmp_path / ".venv", fake_pypi)
     assert result.returncode == 0, result.stderr
     assert f"Version: {FARM_VERSION}" in _installed(py)
+
+
+def embedded_python(folder: Path, *extra: str) -> Path:
+    """ComfyUI portable's layout as far as Linux allows: `python_embeded/` with the interpreter
+    and a `._pth` file beside it, no venv (the `._pth` sets sys.path whole and implies isolated
+    mode, on Linux as on Windows), `extra` paths listed in it."""
+    home = folder / "python_embeded"
+    home.mkdir(parents=True)
+    exe = home / "python"
+    shutil.copy2(Path(sys.executable).resolve(), exe)
+    stdlib = [
+        p
+        for p in sys.path
+        if p and Path(p).resolve().is_relative_to(Path(sys.base_prefix).resolve())
+    ]
+    site = (
+        f"lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"  # pip's target here
+    )
+    (home / "python._pth").write_text(
+        "\n".join([*stdlib, *extra, site, "."]) + "\n", encoding="utf-8"
+    )
+    return exe
+
+
+def test_install_py_probes_an_embedded_python(
+    farm_index: str, demo_build: DemoBuild, tmp_path: Path
+) -> None:
+    """install.py reads an embedded interpreter's torch, CUDA and Python (no venv, a `._pth`)
+    and pins the farm's wheel and that torch for its own pip (docs/comfyui.md)."""
+    purelib = subprocess.run(
+        [demo_build.torch_env / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    exe = embedded_python(tmp_path, purelib)
+    flags = subprocess.run([exe, "-c", "import sys; print(sys.flags.isolated, sys.prefix)"],
+                           capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    assert flags == ["1", str(exe.parent)]  # the ._pth took effect: isolated, no venv
+    result = subprocess.run(
+        [sys.executable, HELPER, "wheelfarm-demo", "--index", farm_index, "--python", exe, "--dry-run"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    command = shlex.split(result.stdout.strip().splitlines()[-1])
+    assert command[:4] == [str(exe), "-m", "pip", "install"]
+    assert command[4] == f"wheelfarm-demo=={FARM_VERSION}" and command[5].startswith("torch==2.14.")

@@ -42,3 +42,9 @@ def test_the_page_lists_its_own_cells_and_hides_a_missing_chart() -> None:
     page = LANDING.read_text(encoding="utf-8")
     assert '<table id="held">' in page and "held();" in page
     assert '<section id="coverage" hidden>' in page and 'src="coverage.svg"' in page
+
+
+def test_the_page_links_the_windows_and_comfyui_doc() -> None:
+    page = LANDING.read_text(encoding="utf-8")
+    assert 'id="comfyui-doc"' in page and "/blob/HEAD/docs/comfyui.md" in page
+    assert (REPO.path / "docs" / "comfyui.md").is_file()
