@@ -8,11 +8,15 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
+from tests.roots import REPO
 from wheelfarm.core.commands import install_commands
+from wheelfarm.index.entries import Covered, WheelEntry
 from wheelfarm.index.serve import served
+from wheelfarm.index.site import build_site
 
 from .conftest import DemoBuild, retag, wheelfarm
 
@@ -126,7 +130,15 @@ def test_a_local_site_lists_its_own_cells_and_no_plan(browser: object, site: Pat
         cells = {tuple(td.text for td in r.find_elements(By.TAG_NAME, "td")) for r in rows}
         here_py, other_py = f"3.{CP[3:]}", f"3.{OTHER_CP[3:]}"
         assert cells == {
-            ("wheelfarm-demo", f"0.1.0+{label}", "Linux x86_64", py, label[9:], label[:5])
+            (
+                "wheelfarm-demo",
+                f"0.1.0+{label}",
+                "Linux x86_64",
+                py,
+                label[9:],
+                label[:5],
+                "none (not from Releases)",
+            )  # fmt: skip
             for label, py in (
                 ("cu130torch2.14", here_py),
                 ("cu126torch2.14", here_py),
@@ -135,3 +147,29 @@ def test_a_local_site_lists_its_own_cells_and_no_plan(browser: object, site: Pat
         }
         assert driver.find_element(By.ID, "coverage").get_attribute("hidden") is not None  # type: ignore[attr-defined]
         assert not (site / "coverage.svg").exists()
+
+
+def test_a_farm_sites_rows_link_their_attestations(browser: object, tmp_path: Path) -> None:
+    """A site of Releases assets: each row links the wheel's attestation (GitHub's API, by
+    sha256) and the page prints the `gh attestation verify` command."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    release = "https://github.com/octo/farm/releases/download/flash-attn-v2.8.3/"
+    good = "flash_attn-2.8.3+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl"
+    cell = Covered(cuda="cu130", torch="2.14", python="3.12", platform="linux_x86_64")
+    entries = [WheelEntry(filename=good, url=release + quote(good), sha256="ab" * 32, size=10,
+                          covers=(cell,))]  # fmt: skip
+    build_site(entries, tmp_path / "site", templates=REPO.templates)
+    driver = browser
+    with served(tmp_path / "site") as url:
+        driver.get(url)  # type: ignore[attr-defined]
+        WebDriverWait(driver, 20).until(
+            lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true"
+        )
+        text = lambda i: driver.find_element(By.ID, i).text  # type: ignore[attr-defined]  # noqa: E731
+        assert text("verify-command") == f"gh attestation verify {good} --repo octo/farm"
+        api = f"https://api.github.com/repos/octo/farm/attestations/sha256:{'ab' * 32}"
+        link = driver.find_element(By.CSS_SELECTOR, "#held tbody tr td a")  # type: ignore[attr-defined]
+        assert link.get_attribute("href") == api and link.text == "attestation"
+        assert driver.find_element(By.CSS_SELECTOR, "#attestation a").get_attribute("href") == api  # type: ignore[attr-defined]
