@@ -138,7 +138,7 @@ def test_a_local_site_lists_its_own_cells_and_no_plan(browser: object, site: Pat
                 label[9:],
                 label[:5],
                 "none (not from Releases)",
-            )  # fmt: skip
+            )
             for label, py in (
                 ("cu130torch2.14", here_py),
                 ("cu126torch2.14", here_py),
