@@ -15,6 +15,7 @@ import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -174,3 +175,26 @@ def test_install_py_probes_an_embedded_python(
     command = shlex.split(result.stdout.strip().splitlines()[-1])
     assert command[:4] == [str(exe), "-m", "pip", "install"]
     assert command[4] == f"wheelfarm-demo=={FARM_VERSION}" and command[5].startswith("torch==2.14.")
+
+
+@needs_uv
+def test_a_lock_against_the_farm_index_installs_the_farms_wheel_by_hash(
+    farm_index: str, fake_pypi: str, demo_build: DemoBuild, tmp_path: Path
+) -> None:
+    """PEP 751: `uv pip compile` locks the farm's wheel (its URL and sha256) into pylock.toml from
+    the served index, PyPI's newer sdist beside it, and `uv pip install -r pylock.toml` installs
+    that wheel. `--no-deps`: torch is the user's own, locked from PyTorch's index in practice."""
+    assert UV is not None
+    (tmp_path / "requirements.in").write_text(f"wheelfarm-demo=={FARM_VERSION}\n", encoding="utf-8")
+    py = fresh_venv(tmp_path / ".venv", demo_build.torch_env)
+    compiled = _run([UV, "pip", "compile", "requirements.in", "-o", "pylock.toml", "--no-deps",
+                     "--index", f"{farm_index}cu130/torch2.14/"], tmp_path / ".venv", fake_pypi)  # fmt: skip
+    assert compiled.returncode == 0, compiled.stderr
+    lock = (tmp_path / "pylock.toml").read_text(encoding="utf-8")  # no tomllib on Python 3.10
+    assert lock.count("[[packages]]") == 1 and 'name = "wheelfarm-demo"' in lock
+    assert f'version = "{FARM_VERSION}"' in lock and f'/{quote(demo_build.wheel.name)}"' in lock
+    sha256 = demo_build.record["wheel"]["sha256"]  # type: ignore[index]
+    assert f'hashes = {{ sha256 = "{sha256}" }}' in lock and SDIST not in lock
+    installed = _run([UV, "pip", "install", "-r", "pylock.toml"], tmp_path / ".venv", fake_pypi)
+    assert installed.returncode == 0, installed.stderr
+    assert f"Version: {FARM_VERSION}" in _installed(py)
