@@ -77,6 +77,16 @@ def _run(command: list[str], venv: Path, fake_pypi: str) -> subprocess.Completed
                           capture_output=True, text=True, check=False)  # fmt: skip
 
 
+def _venv(folder: Path, torch_env: Path) -> Path:
+    """`folder/.venv` seeing the shared torch env, without the venv's own setuptools: it is older
+    than torch requires, and the fake PyPI holds nothing else to upgrade it from (the torch
+    env's satisfies torch)."""
+    py = fresh_venv(folder / ".venv", torch_env)
+    subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", "setuptools"], check=True,
+                   capture_output=True)  # fmt: skip
+    return py
+
+
 def _installed(py: Path) -> str:
     return pip(py, "show", "wheelfarm-demo").stdout
 
@@ -85,7 +95,7 @@ def test_the_unpinned_form_takes_pypis_newer_sdist(
     farm_index: str, fake_pypi: str, demo_build: DemoBuild, tmp_path: Path
 ) -> None:
     """The control: the fake PyPI bites the README's former headline command."""
-    py = fresh_venv(tmp_path / ".venv", demo_build.torch_env)
+    py = _venv(tmp_path, demo_build.torch_env)
     command = [
         "pip",
         "install",
@@ -105,7 +115,7 @@ def test_the_printed_command_takes_the_farms_wheel(
     """What `wheelfarm farm`, README and the landing page print (tests/unit/test_install_commands.py
     and test_selector.py hold them to install_commands)."""
     commands = install_commands("wheelfarm-demo", FARM_VERSION, f"{farm_index}cu130/torch2.14/")
-    py = fresh_venv(tmp_path / ".venv", demo_build.torch_env)
+    py = _venv(tmp_path, demo_build.torch_env)
     result = _run(shlex.split(getattr(commands, tool)), tmp_path / ".venv", fake_pypi)
     assert result.returncode == 0, result.stderr
     assert f"Version: {FARM_VERSION}" in _installed(py)
@@ -116,7 +126,7 @@ def test_the_printed_command_takes_the_farms_wheel(
 def test_install_py_takes_the_farms_wheel(
     tool: list[str], farm_index: str, fake_pypi: str, demo_build: DemoBuild, tmp_path: Path
 ) -> None:
-    py = fresh_venv(tmp_path / ".venv", demo_build.torch_env)
+    py = _venv(tmp_path, demo_build.torch_env)
     command = [
         sys.executable,
         str(HELPER),
@@ -186,7 +196,7 @@ def test_a_lock_against_the_farm_index_installs_the_farms_wheel_by_hash(
     that wheel. `--no-deps`: torch is the user's own, locked from PyTorch's index in practice."""
     assert UV is not None
     (tmp_path / "requirements.in").write_text(f"wheelfarm-demo=={FARM_VERSION}\n", encoding="utf-8")
-    py = fresh_venv(tmp_path / ".venv", demo_build.torch_env)
+    py = _venv(tmp_path, demo_build.torch_env)
     compiled = _run([UV, "pip", "compile", "requirements.in", "-o", "pylock.toml", "--no-deps",
                      "--index", f"{farm_index}cu130/torch2.14/"], tmp_path / ".venv", fake_pypi)  # fmt: skip
     assert compiled.returncode == 0, compiled.stderr
