@@ -1,11 +1,13 @@
 """Every printed install command takes the farm's wheel or fails, on the day PyPI holds a newer
 release of the same name: here a fake PyPI (a local simple index served beside the site) holds
-wheelfarm-demo 0.2.0 as an sdist that fails to build. Each command runs as printed, with the fake
+wheelfarm-demo 0.2.0 as an sdist that fails to build, and sends every other project to PyPI. Each command runs as printed, with the fake
 PyPI as its default index (PIP_INDEX_URL, UV_DEFAULT_INDEX), its venv first on PATH and, for uv,
 the venv as `.venv` in the current folder (what `uv venv` makes)."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import io
 import os
 import shlex
@@ -13,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -20,7 +23,6 @@ from urllib.parse import quote
 import pytest
 
 from wheelfarm.core.commands import install_commands
-from wheelfarm.index.serve import served
 
 from .conftest import UV, DemoBuild, fresh_venv, needs_uv, pip, serve_wheel
 
@@ -46,8 +48,33 @@ def fake_pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     (project / "index.html").write_text(f'<a href="{SDIST}">{SDIST}</a>\n', encoding="utf-8")
-    with served(root) as url:
-        yield f"{url}simple/"
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        """The demo's page and sdist from `root`; every other project from PyPI (a redirect):
+        uv resolves torch's metadata from the index even where torch is installed."""
+
+        def do_GET(self) -> None:
+            if self.path.startswith("/simple/wheelfarm-demo/"):
+                super().do_GET()
+                return
+            self.send_response(302)
+            self.send_header("Location", f"https://pypi.org{self.path}")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
+            del format, args
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Handler, directory=str(root))
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +106,7 @@ def _run(command: list[str], venv: Path, fake_pypi: str) -> subprocess.Completed
 
 def _venv(folder: Path, torch_env: Path) -> Path:
     """`folder/.venv` seeing the shared torch env, without the venv's own setuptools: it is older
-    than torch requires, and the fake PyPI holds nothing else to upgrade it from (the torch
-    env's satisfies torch)."""
+    than torch requires, and the torch env's satisfies torch with nothing downloaded."""
     py = fresh_venv(folder / ".venv", torch_env)
     subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", "setuptools"], check=True,
                    capture_output=True)  # fmt: skip
