@@ -135,7 +135,7 @@ def test_a_local_site_lists_its_own_cells_and_no_plan(browser: object, site: Pat
                 f"0.1.0+{label}",
                 "Linux x86_64",
                 py,
-                label[9:],
+                label[10:],
                 label[:5],
                 "none (not from Releases)",
             )
