@@ -130,7 +130,7 @@ def _wanted(farm: Farm, inputs: dict[str, Any] | None) -> set[str]:
 
 def _name(farm: Farm, build_id: str, folder: Path) -> str:
     build = farm.builds[build_id]
-    return farm_wheel(build, farm.matrix.farm.platforms[build.platform].wheel_platform, folder).name
+    return farm_wheel(farm.matrix, build, folder, expansion=farm.expansion).name
 
 
 def _published(fake: FakeGitHub) -> set[str]:
