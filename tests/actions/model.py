@@ -241,6 +241,12 @@ class Model:
         self.max_output_bytes = 0
         self.artifact_requests = 0  # REST calls the artifact actions made with a token
         self.deployed: list[Path] = []
+        self.deployed_at: list[float] = []  # the clock at each deploy of `deployed`
+        # runners busy while some job waits (queued, held by max-parallel, or a reusable
+        # workflow's call not yet started): their minutes, and the busy-runner minutes
+        self.waiting_minutes = 0.0
+        self.waiting_busy_minutes = 0.0
+        self._calling: dict[int, Node] = {}  # reusable-workflow jobs, by id, while open
         self.faults: dict[str, Any] = {}
         self.notes: list[str] = []  # what the actions reported as errors
         self.logs: dict[str, str] = {}  # the end of each failed job's log
@@ -384,6 +390,7 @@ class Model:
         """Run events up to `limit_minutes` on the clock (what is later stays scheduled)."""
         while self._events and self._events[0][0] <= limit_minutes:
             when, _, action = heapq.heappop(self._events)
+            self._count_waiting(when)
             self.now = max(self.now, when)
             action()
         if self._events:
@@ -391,6 +398,19 @@ class Model:
             return
         for inst in list(self.queue):
             self.hit("queue", inst, f"still queued after {self.now - inst.queued:.0f} min")
+
+    def _count_waiting(self, until: float) -> None:
+        """Add the busy runners up to `until` while anything waits to start."""
+        if until > self.now and (
+            self.queue or any(n.pending for n in self._calling.values())
+        ):
+            self.waiting_minutes += until - self.now
+            self.waiting_busy_minutes += (until - self.now) * self.busy
+
+    @property
+    def busy_while_waiting(self) -> float:
+        """The mean of busy runners while some job waited (0 when none ever did)."""
+        return self.waiting_busy_minutes / self.waiting_minutes if self.waiting_minutes else 0.0
 
     def at(self, minutes: float, action: Callable[[], None]) -> None:
         heapq.heappush(self._events, (minutes, next(self._seq), action))
@@ -467,6 +487,7 @@ class Model:
 
     def _call_next(self, run: Run, node: Node) -> None:
         """Start the next instances of a reusable-workflow job, up to its max-parallel."""
+        self._calling[id(node)] = node
         if run.cancelled and node.pending:
             node.results += ["cancelled"] * len(node.pending)
             node.pending = []
@@ -495,6 +516,7 @@ class Model:
         node.left = sum(1 for c in node.calls if _open(c)) + len(node.pending)
 
     def _close_call(self, run: Run, node: Node) -> None:
+        self._calling.pop(id(node), None)
         results = [n.result for c in node.calls for n in c.nodes.values()] + node.results
         outputs = {}
         on_call = mapping(node.calls[-1].workflow.on.get("workflow_call")) if node.calls else {}
