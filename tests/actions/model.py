@@ -401,9 +401,7 @@ class Model:
 
     def _count_waiting(self, until: float) -> None:
         """Add the busy runners up to `until` while anything waits to start."""
-        if until > self.now and (
-            self.queue or any(n.pending for n in self._calling.values())
-        ):
+        if until > self.now and (self.queue or any(n.pending for n in self._calling.values())):
             self.waiting_minutes += until - self.now
             self.waiting_busy_minutes += (until - self.now) * self.busy
 
