@@ -23,6 +23,7 @@ from __future__ import annotations
 import fnmatch
 import heapq
 import itertools
+import math
 import os
 import re
 import resource
@@ -247,6 +248,11 @@ class Model:
         self.waiting_minutes = 0.0
         self.waiting_busy_minutes = 0.0
         self._calling: dict[int, Node] = {}  # reusable-workflow jobs, by id, while open
+        self._crons: list[tuple[Workflow, str]] | None = None  # every `on.schedule` cron
+        # the workflows whose schedules fire (None: all); a test of one selection leaves the
+        # farm's daily run out, which plans the whole catalog
+        self.scheduled: set[str] | None = None
+        self._cron_after = 0.0  # crons fire after this minute (the clock's 0 is 00:00 UTC)
         self.faults: dict[str, Any] = {}
         self.notes: list[str] = []  # what the actions reported as errors
         self.logs: dict[str, str] = {}  # the end of each failed job's log
@@ -389,6 +395,8 @@ class Model:
     def run_until_idle(self, limit_minutes: float = 60 * 24 * 60) -> None:
         """Run events up to `limit_minutes` on the clock (what is later stays scheduled)."""
         while self._events and self._events[0][0] <= limit_minutes:
+            if self._fire_schedule(min(self._events[0][0], limit_minutes)):
+                continue
             when, _, action = heapq.heappop(self._events)
             self._count_waiting(when)
             self.now = max(self.now, when)
@@ -398,6 +406,28 @@ class Model:
             return
         for inst in list(self.queue):
             self.hit("queue", inst, f"still queued after {self.now - inst.queued:.0f} min")
+
+    def _fire_schedule(self, until: float) -> bool:
+        """Start the scheduled runs whose cron time comes before `until` (on the default
+        branch, as GitHub does); True when one started. Crons fire between other events only,
+        so a model with nothing else to do still comes to an end."""
+        if self._crons is None:
+            self._crons = [
+                (wf, cron)
+                for wf in self.workflows()
+                if self.scheduled is None or wf.name in self.scheduled
+                for cron in _crons(wf)
+            ]
+        due = [(_next_cron(cron, self._cron_after), wf) for wf, cron in self._crons]
+        due = [(at, wf) for at, wf in due if at <= until]
+        if not due:
+            return False
+        at, wf = min(due, key=lambda d: d[0])
+        self._count_waiting(at)
+        self.now = max(self.now, at)
+        self._cron_after = at
+        self.start(wf, "schedule", {}, "refs/heads/main")
+        return True
 
     def _count_waiting(self, until: float) -> None:
         """Add the busy runners up to `until` while anything waits to start."""
@@ -950,6 +980,23 @@ class LimitError(Exception):
 
 class RunStartError(Exception):
     """A workflow GitHub would refuse when the run starts (a `needs` naming no job, say)."""
+
+
+def _crons(wf: Workflow) -> list[str]:
+    return [str(mapping(entry).get("cron")) for entry in sequence(wf.on.get("schedule"))]
+
+
+def _next_cron(cron: str, after: float) -> float:
+    """The first minute past `after` that `cron` names. The farm's schedules use two shapes
+    only, 'M * * * *' (hourly) and 'M H * * *' (daily); anything else is refused."""
+    fields = cron.split()
+    if len(fields) != 5 or fields[2:] != ["*", "*", "*"] or not fields[0].isdigit():
+        msg = f"cron {cron!r}: the model knows 'M * * * *' and 'M H * * *' only"
+        raise RunStartError(msg)
+    minute, hour = int(fields[0]), fields[1]
+    period = 60 if hour == "*" else 1440
+    offset = minute + (0 if hour == "*" else 60 * int(hour))
+    return offset + period * (math.floor((after - offset) / period) + 1)
 
 
 def _rank(level: str) -> int:

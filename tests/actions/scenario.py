@@ -65,6 +65,8 @@ def first_run(
     fake = FakeGitHub(scale=SCALE)
     with fake_github(fake):
         farm = Farm(fake, work, workflows=workflows, faults=Faults(lose_deploys=1))
+        if inputs is not None:  # a selection: the daily farm run would plan the whole catalog
+            farm.model.scheduled = {"pages"}
         plan = _whole(farm, inputs)
         wanted = {b.id for b in plan.todo}
         names = work / "names"
