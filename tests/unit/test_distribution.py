@@ -58,7 +58,13 @@ def test_the_target_pins_and_verifies_by_the_per_cuda_name(matrix_dir: MakeRoot)
     e = expand(m)
     t = resolve(m, e, "user-cu130-1.0.0-cu130-cp312-linux_x86_64")
     assert t.farm_requires == (
-        FarmWheel("base-cu130==1.0.0+cu130", "cu130", "2.14", at_build=True),
+        FarmWheel(
+            "base-cu130==1.0.0+cu130",
+            "cu130",
+            "2.14",
+            "base-cu130-1.0.0-cu130-cp312-linux_x86_64",
+            at_build=True,
+        ),
     )
     assert t.farm_requires[0].requirement == "base-cu130==1.0.0"
     assert expectation(t).name == "user-cu130"
