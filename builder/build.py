@@ -36,7 +36,7 @@ from wheelfarm.core.label import cuda_version
 from wheelfarm.core.platforms import os_of
 from wheelfarm.core.proc import call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
-from wheelfarm.core.wheelname import build_id_from_wheel
+from wheelfarm.core.wheelname import build_id_or_none
 from wheelfarm.matrix.facts import load_facts
 from wheelfarm.matrix.load import module_problem
 
@@ -349,7 +349,9 @@ def _recorded_copy(
     """A copy, in `scratch`, of the wheel of `required`'s planned build in `folder` whose
     sha256 is the one its build record holds (checked on the copy pip will read); None when
     the folder holds no wheel of that build. One that fails the check is a VerifyError."""
-    found = [w for w in sorted(folder.glob("*.whl")) if _build_id_of(w.name) == required.build_id]
+    found = [
+        w for w in sorted(folder.glob("*.whl")) if build_id_or_none(w.name) == required.build_id
+    ]
     if not found:
         return None
     problems = []
@@ -384,13 +386,6 @@ def _record_problem(wheel: Path, copy: Path, build_id: str) -> str | None:
     if found.wheel.sha256 != sha256_file(copy):
         return "its bytes are not the ones its build record hashed (a stale or changed wheel)"
     return None
-
-
-def _build_id_of(name: str) -> str | None:
-    try:
-        return build_id_from_wheel(name)
-    except ValueError:
-        return None
 
 
 def target_torch_env(

@@ -25,7 +25,7 @@ from wheelfarm.core.errors import PlanError, PublishError, UsageError, VerifyErr
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import host_platform
 from wheelfarm.core.record import BuildRecord, RecordError, path_for
-from wheelfarm.core.wheelname import build_id_from_wheel
+from wheelfarm.core.wheelname import build_id_from_wheel, build_id_or_none
 from wheelfarm.github.actions import SAVE_MARGIN_MINUTES
 from wheelfarm.github.assets import version_tag
 from wheelfarm.github.client import GitHubClient
@@ -215,11 +215,7 @@ def check_batch(wheels: list[Path], expect: list[str]) -> None:
     planned = set(expect)
     refused = []
     for wheel in wheels:
-        try:
-            build_id = build_id_from_wheel(wheel.name)
-        except ValueError:
-            build_id = None
-        if build_id not in planned:
+        if build_id_or_none(wheel.name) not in planned:
             refused.append(f"{wheel.name} (not planned)")
         elif not path_for(wheel).is_file():
             refused.append(f"{wheel.name} (no build record)")
