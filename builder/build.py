@@ -32,10 +32,12 @@ from wheelfarm.core.errors import (
     ToolchainError,
     VerifyError,
 )
+from wheelfarm.core.http import sha256_file
 from wheelfarm.core.label import cuda_version
 from wheelfarm.core.platforms import os_of
 from wheelfarm.core.proc import call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
+from wheelfarm.core.wheelname import build_id_or_none
 from wheelfarm.matrix.facts import load_facts
 from wheelfarm.matrix.load import module_problem
 
@@ -325,27 +327,90 @@ def torch_pin(torch_env: envs.TorchEnv, constraints: Path) -> tuple[str, ...]:
 def install_farm_wheel(
     py: Path, required: FarmWheel, source: str | Path, *, log: Path, for_wheel: str
 ) -> None:
-    """One farm_requires wheel, exactly the build serving the import cell: from a wheelhouse
-    folder, or from the farm's index (its per-CUDA, per-torch directory)."""
+    """One farm_requires wheel, exactly the build serving the import cell: from the farm's
+    index (its per-CUDA, per-torch directory; pip checks the page's sha256 of the file), or
+    from a wheelhouse folder, where only a copy whose bytes its build record (of that planned
+    build) hashed is installed: build code writes that folder, so a wheel with the pinned name
+    and no record, or a stale one, is refused before pip runs."""
     text = str(source)
     if text.startswith(("https://", "http://")):
         where = ["--index-url", f"{text.rstrip('/')}/{required.cuda}/torch{required.torch}/"]
-    else:
-        where = ["--no-index", "--find-links", text]
+        _pip_farm_wheel(py, required, text, [*where, required.pin], log=log, for_wheel=for_wheel)
+        return
+    with tempfile.TemporaryDirectory(dir=log.parent, prefix="farm-wheel-") as scratch:
+        copy = _recorded_copy(Path(text), required, Path(scratch), for_wheel=for_wheel)
+        if copy is None:
+            raise _not_held(required, text, log=log, for_wheel=for_wheel)
+        _pip_farm_wheel(py, required, text, ["--no-index", copy], log=log, for_wheel=for_wheel)
+
+
+def _pip_farm_wheel(
+    py: Path, required: FarmWheel, text: str, args: list[str | Path], *, log: Path, for_wheel: str
+) -> None:
     try:
-        envs.pip_install(py, "--no-deps", "--only-binary", ":all:", *where, required.pin, log=log)
+        envs.pip_install(py, "--no-deps", "--only-binary", ":all:", *args, log=log)
     except BuildError as exc:
-        raise VerifyError(
-            for_wheel,
-            [
-                (
-                    f"{'its build and ' if required.at_build else 'its '}modules import "
-                    f"{required.pin} (farm_requires), which {text} does not "
-                    f"hold: build that first into the same --out, or pass --farm-wheels with a "
-                    f"wheelhouse or the farm's index URL; log: {log}"
-                )
-            ],
-        ) from exc
+        raise _not_held(required, text, log=log, for_wheel=for_wheel) from exc
+
+
+def _not_held(required: FarmWheel, text: str, *, log: Path, for_wheel: str) -> VerifyError:
+    """The farm wheel is not at `text` (or pip could not install it): what to do."""
+    return VerifyError(
+        for_wheel,
+        [
+            (
+                f"{'its build and ' if required.at_build else 'its '}modules import "
+                f"{required.pin} (farm_requires), which {text} does not hold: build that first "
+                f"into the same --out, or pass --farm-wheels with a wheelhouse or the farm's index "
+                f"URL; log: {log}"
+            )
+        ],
+    )
+
+
+def _recorded_copy(
+    folder: Path, required: FarmWheel, scratch: Path, *, for_wheel: str
+) -> Path | None:
+    """A copy, in `scratch`, of the wheel of `required`'s planned build in `folder` whose
+    sha256 is the one its build record holds (checked on the copy pip will read); None when
+    the folder holds no wheel of that build. One that fails the check is a VerifyError."""
+    found = [
+        w for w in sorted(folder.glob("*.whl")) if build_id_or_none(w.name) == required.build_id
+    ]
+    if not found:
+        return None
+    problems = []
+    for wheel in found:
+        copy = scratch / wheel.name
+        shutil.copyfile(wheel, copy)
+        problem = _record_problem(wheel, copy, required.build_id)
+        if problem is None:
+            return copy
+        problems.append(f"{wheel}: {problem}")
+    raise VerifyError(
+        for_wheel,
+        [
+            (
+                f"{required.pin} (farm_requires): {'; '.join(problems[:3])}; nothing was "
+                f"installed: rebuild it into --out (`wheelfarm build`), or pass --farm-wheels "
+                f"with a wheelhouse of farm-built wheels and their records, or the farm's index"
+            )
+        ],
+    )
+
+
+def _record_problem(wheel: Path, copy: Path, build_id: str) -> str | None:
+    """Why the copy of `wheel` is not the wheel its build record (beside it) hashed for
+    `build_id`, or None."""
+    try:
+        found = record.BuildRecord.read(record.path_for(wheel), what="its build record")
+    except record.RecordError as exc:
+        return f"no build record of it ({exc})"
+    if found.build_id != build_id or found.wheel.filename != wheel.name:
+        return f"its build record is of {found.build_id!r} ({found.wheel.filename!r})"
+    if found.wheel.sha256 != sha256_file(copy):
+        return "its bytes are not the ones its build record hashed (a stale or changed wheel)"
+    return None
 
 
 def target_torch_env(

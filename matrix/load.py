@@ -361,6 +361,29 @@ def _farm_requires_cycles(packages: list[Package], errors: Problems) -> None:
         visit(name, ())
 
 
+def _one_owner_per_wheel_name(
+    packages: list[Package], cuda_tags: list[str], errors: Problems
+) -> None:
+    """Two files may not name one wheel (by `name` or a `distribution` of any CUDA tag): their
+    builds would share ids, and one file's source would build the other's wheels."""
+    owners: dict[str, Package] = {}
+    for package in packages:
+        claimed = {package.name, *(package.distribution_for(c) for c in cuda_tags)}
+        told: set[Path] = set()  # one line per pair of files, not one per CUDA tag
+        for wheel_name in sorted(claimed):
+            first = owners.setdefault(wheel_name, package)
+            if first is not package and first.file not in told:
+                told.add(first.file)
+                key = "name" if wheel_name == package.name else "distribution"
+                errors.add(
+                    package.file,
+                    0,
+                    key,
+                    f"wheel name {wheel_name!r} is also {first.file.name}'s: one package file per "
+                    f"wheel name; drop one, or give this one a distribution of its own",
+                )
+
+
 def _unknown_files(root: FarmRoot, errors: Problems) -> None:
     """A YAML file in matrix/ that no loader reads is a misnamed one: nothing would check it."""
     for path in sorted(root.matrix.glob("*.y*ml")):
@@ -387,6 +410,11 @@ def load_matrix(root: FarmRoot) -> Matrix:
     if not packages and not errors.total:
         errors.add(root.packages, 0, "", "no package files (*.yaml) found")
     _farm_requires_cycles([p for p in packages if p is not None], errors)
+    _one_owner_per_wheel_name(
+        [p for p in packages if p is not None],
+        sorted({c for r in releases for c in r.builds}),
+        errors,
+    )
     if arch is not None:
         cross_check(releases, arch, folder, errors)
     if errors.total or arch is None or farm is None or facts is None:

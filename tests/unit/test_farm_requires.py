@@ -6,14 +6,18 @@ import cell; the builder installs it from a wheelhouse or the farm's index."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.synthetic import sample_record
 from wheelfarm.builder.build import install_farm_wheel
 from wheelfarm.builder.target import FarmWheel, resolve, select
 from wheelfarm.core.errors import BuildError, ConfigError, VerifyError
+from wheelfarm.core.record import WheelFacts, path_for
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
@@ -100,9 +104,23 @@ def test_the_target_pins_the_required_build_of_its_import_cell(matrix_dir: MakeR
     m = load_matrix(_root(matrix_dir, USER))
     e = expand(m)
     t = resolve(m, e, "user-1.0.0-cu130torch2.13-cp311-linux_x86_64")
-    assert t.farm_requires == (FarmWheel("base==1.0.0+cu130torch2.13", "cu130", "2.13"),)
+    assert t.farm_requires == (
+        FarmWheel(
+            "base==1.0.0+cu130torch2.13",
+            "cu130",
+            "2.13",
+            "base-1.0.0-cu130torch2.13-cp311-linux_x86_64",
+        ),
+    )
     local = select(m, e, package="user", cuda="cu130", python="3.12", platform="linux_x86_64")
-    assert local.farm_requires == (FarmWheel("base==1.0.0+cu130torch2.14", "cu130", "2.14"),)
+    assert local.farm_requires == (
+        FarmWheel(
+            "base==1.0.0+cu130torch2.14",
+            "cu130",
+            "2.14",
+            "base-1.0.0-cu130torch2.14-cp312-linux_x86_64",
+        ),
+    )
     assert resolve(m, e, "base-1.0.0-cu130torch2.13-cp311-linux_x86_64").farm_requires == ()
 
 
@@ -153,21 +171,86 @@ def test_the_shipped_torch_sparse_waits_for_torch_scatter() -> None:
         assert required == b.id.replace("torch-sparse-0.6.18", "torch-scatter-2.1.2")
 
 
-def test_the_builder_installs_the_pinned_wheel_from_a_wheelhouse_or_the_index(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+BASE_ID = "base-1.0.0-cu130torch2.14-cp312-linux_x86_64"
+BASE_WHEEL = "base-1.0.0+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl"
+REQUIRED = FarmWheel("base==1.0.0+cu130torch2.14", "cu130", "2.14", BASE_ID)
+
+
+def _house(folder: Path, data: bytes = b"the wheel", **changes: Any) -> Path:
+    """A wheelhouse holding base's wheel and its build record (with `changes`)."""
+    folder.mkdir(exist_ok=True)
+    wheel = folder / BASE_WHEEL
+    wheel.write_bytes(data)
+    facts = WheelFacts(filename=BASE_WHEEL, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    made = sample_record(**({"build_id": BASE_ID, "wheel": facts} | changes))
+    path_for(wheel).write_text(made.to_json())
+    return wheel
+
+
+@pytest.fixture
+def pip_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """pip's argv, with the bytes of each wheel file it was given when it ran."""
     calls: list[tuple[str, ...]] = []
-    monkeypatch.setattr(
-        "wheelfarm.builder.envs.pip_install",
-        lambda py, *args, log: calls.append(tuple(map(str, args))),
-    )
-    wheel = FarmWheel("base==1.0.0+cu130torch2.14", "cu130", "2.14")
+
+    def install(py: Path, *args: str | Path, log: Path) -> None:
+        files = [Path(a).read_bytes().decode() for a in args if str(a).endswith(".whl")]
+        calls.append((*map(str, args), *files))
+
+    monkeypatch.setattr("wheelfarm.builder.envs.pip_install", install)
+    return calls
+
+
+def test_the_builder_installs_the_recorded_wheel_from_a_wheelhouse_or_the_index(
+    pip_calls: list[tuple[str, ...]], tmp_path: Path
+) -> None:
+    house = _house(tmp_path / "house").parent
     log = tmp_path / "log"
-    install_farm_wheel(tmp_path / "py", wheel, tmp_path / "house", log=log, for_wheel="u.whl")
-    install_farm_wheel(tmp_path / "py", wheel, "https://o.github.io/r/", log=log, for_wheel="u")
-    assert calls[0][-4:] == ("--no-index", "--find-links", str(tmp_path / "house"), wheel.pin)
-    assert calls[1][-3:] == ("--index-url", "https://o.github.io/r/cu130/torch2.14/", wheel.pin)
-    assert all("--no-deps" in c and "--only-binary" in c for c in calls)
+    install_farm_wheel(tmp_path / "py", REQUIRED, house, log=log, for_wheel="u.whl")
+    install_farm_wheel(tmp_path / "py", REQUIRED, "https://o.github.io/r/", log=log, for_wheel="u")
+    assert pip_calls[0][-3] == "--no-index"
+    assert Path(pip_calls[0][-2]).name == BASE_WHEEL  # the checked copy, by path: no other file
+    assert Path(pip_calls[0][-2]).parent != house
+    assert pip_calls[0][-1] == "the wheel"
+    assert pip_calls[1][-3:] == (
+        "--index-url",
+        "https://o.github.io/r/cu130/torch2.14/",
+        REQUIRED.pin,
+    )
+    assert all("--no-deps" in c and "--only-binary" in c for c in pip_calls)
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({"wheel": None}, "no build record of it"),
+        (
+            {"build_id": "other-1.0.0-cu130torch2.14-cp312-linux_x86_64"},
+            "its build record is of 'other-1.0.0-",
+        ),
+        ({"stale": True}, "its bytes are not the ones its build record hashed (a stale"),
+    ],
+)
+def test_a_wheelhouse_wheel_its_record_does_not_vouch_for_is_not_installed(
+    pip_calls: list[tuple[str, ...]], tmp_path: Path, changes: dict[str, Any], problem: str
+) -> None:
+    """Issue 36: build code writes --out; a wheel with the pinned name and no record (a `.pth`
+    in it runs code in the build venv), another build's record, or a stale wheel is refused
+    and pip never runs."""
+    wheel = _house(tmp_path / "house")
+    if changes.pop("stale", False):
+        wheel.write_bytes(b"an earlier build")
+    if changes.pop("wheel", 1) is None:
+        path_for(wheel).unlink()
+    if changes:
+        path_for(wheel).write_text(sample_record(**changes).to_json())
+    with pytest.raises(VerifyError) as info:
+        install_farm_wheel(
+            tmp_path / "py", REQUIRED, wheel.parent, log=tmp_path / "l", for_wheel="u.whl"
+        )
+    _, line = str(info.value).splitlines()
+    assert f"{REQUIRED.pin} (farm_requires): {wheel}: {problem}" in line
+    assert "nothing was installed" in line
+    assert pip_calls == []
 
 
 def test_a_missing_required_wheel_is_a_verify_error_naming_it(
@@ -178,9 +261,11 @@ def test_a_missing_required_wheel_is_a_verify_error_naming_it(
         raise BuildError(msg)
 
     monkeypatch.setattr("wheelfarm.builder.envs.pip_install", fail)
-    wheel = FarmWheel("base==1.0.0+cu130torch2.14", "cu130", "2.14")
-    with pytest.raises(VerifyError) as info:
-        install_farm_wheel(tmp_path / "py", wheel, tmp_path, log=tmp_path / "l", for_wheel="u.whl")
-    text = str(info.value)
-    assert "base==1.0.0+cu130torch2.14 (farm_requires)" in text
-    assert "--farm-wheels" in text
+    for where in (tmp_path, "https://o.github.io/r/"):
+        with pytest.raises(VerifyError) as info:
+            install_farm_wheel(
+                tmp_path / "py", REQUIRED, where, log=tmp_path / "l", for_wheel="u.whl"
+            )
+        text = str(info.value)
+        assert "base==1.0.0+cu130torch2.14 (farm_requires)" in text
+        assert "--farm-wheels" in text
