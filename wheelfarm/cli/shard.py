@@ -23,9 +23,17 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from wheelfarm.github.actions import expected, read_plan, shard_outputs, write_outputs
+    from wheelfarm.github.actions import (
+        check_trusted,
+        expected,
+        read_plan,
+        shard_outputs,
+        write_outputs,
+    )
+    from wheelfarm.matrix.load import load_matrix
 
     document = read_plan(args.plan_file)
+    check_trusted(document, args.name, load_matrix(common.root(args)))
     if args.expect is not None:
         wanted = expected(document, args.name, args.batch)
         args.expect.write_text(json.dumps(wanted), encoding="utf-8")

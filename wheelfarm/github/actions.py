@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from wheelfarm.core.errors import PlanError, UsageError
 from wheelfarm.core.jsonread import loads
 from wheelfarm.core.platforms import NAMES
+from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.plan import Group, Plan
 
 PLAN_VERSION = 1
@@ -172,6 +174,55 @@ def _shaped(shard: dict[str, Any]) -> bool:
         )
         and all(j["id"] in builds for j in shard["include"])
     )
+
+
+def _within(value: object, allowed: set[str] | None) -> bool:
+    """A job's `python` (lines, each in `allowed`) or, for None, its `part` ('' or 'I/K')."""
+    if not isinstance(value, str):
+        return False
+    if allowed is None:
+        return re.fullmatch(r"(\d{1,3}/\d{1,3})?", value) is not None
+    return set(value.split("\n")) <= allowed
+
+
+def check_trusted(document: dict[str, Any], name: str, matrix: Matrix) -> None:
+    """Hold one shard of a plan file (an artifact, so writable by any job before it) to what
+    farm.yaml and torch.yaml permit: its platform's runner and pinned container exactly, and
+    per job a CUDA tag torch.yaml builds there, Pythons torch ships, a timeout within the
+    hosted job limit and the step margin `job` gives. A self-hosted runner is a workflow input,
+    never a plan value. UsageError naming the value and the fix on anything else."""
+    shard = _shard(document, name)
+    fix = "write the plan again with `wheelfarm plan`"
+    platform = shard.get("platform")
+    info = matrix.farm.platforms.get(platform) if isinstance(platform, str) else None
+    if info is None:
+        msg = f"shard {name}: platform {platform!r} is not in farm.yaml; {fix}"
+        raise UsageError(msg)
+    for key, want in (("runner", info.runner), ("container", info.container)):
+        if shard[key] != want:
+            msg = f"shard {name}: {key} {shard[key]!r} is not farm.yaml's {want!r}; {fix}"
+            raise UsageError(msg)
+    built = [r for r in matrix.releases if any(platform in p for p in r.builds.values())]
+    cudas = {c for r in built for c, where in r.builds.items() if platform in where}
+    pythons = {p for r in built for p in r.pythons()}
+    limit = matrix.farm.hosted_job_limit_minutes
+    for j in [*shard["include"], *shard["compile"]]:
+        timeout, step = j["timeout"], j["step"]
+        bad = (
+            ("cuda", j["cuda"], not isinstance(j["cuda"], str) or j["cuda"] not in cudas),
+            ("python", j["python"], not _within(j["python"], pythons)),
+            ("timeout", timeout, type(timeout) is not int or not 0 < timeout <= limit),
+            ("step", step, not isinstance(timeout, int) or step != timeout - SAVE_MARGIN_MINUTES),
+            ("links", j["links"], type(j["links"]) is not int or j["links"] < 0),
+            ("part", j["part"], not _within(j["part"], None)),
+        )
+        for key, value, wrong in bad:
+            if wrong:
+                msg = (
+                    f"shard {name}: job {j['id']!r} has {key} {value!r}, which farm.yaml and "
+                    f"torch.yaml do not permit; {fix}"
+                )
+                raise UsageError(msg)
 
 
 def shard_outputs(document: dict[str, Any], name: str) -> dict[str, str]:
