@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import requests
 from packaging.version import Version
@@ -91,10 +91,21 @@ def _index(url: str, flag: str) -> str:
     return url if url.endswith("/") else url + "/"
 
 
-def _session() -> requests.Session:
+def _session(index: str) -> requests.Session:
     """The watch's session: it runs daily, so a failing index is retried briefly (the next
-    day's run is the real retry) and --timeout bounds the whole of it."""
-    return make_session(retries=RETRIES, backoff=0.5)
+    day's run is the real retry) and --timeout bounds the whole of it. A redirect is held to
+    the rule of the URLs a page names (`_file_url`), so no answer sends it elsewhere."""
+    session = make_session(retries=RETRIES, backoff=0.5)
+
+    def hold(response: requests.Response, *_: object, **__: object) -> None:
+        if response.is_redirect:
+            target = urljoin(response.url, response.headers.get("Location", ""))
+            if (why := _file_url(target, index)) is not None:
+                msg = f"{response.url} redirects to {target!r}: {why}"
+                raise NetworkError(msg)
+
+    session.hooks["response"].append(hold)
+    return session
 
 
 def _candidates(known: set[str]) -> list[str]:
@@ -111,7 +122,7 @@ def _candidates(known: set[str]) -> list[str]:
 def torch_files(index: str, known: set[str], deadline: Deadline | None = None) -> list[IndexFile]:
     """Every torch file the index lists, with its yank."""
     index = _index(index, "--torch-index")
-    with _session() as session:
+    with _session(index) as session:
         page = f"{index}torch/"
         try:
             return project_files(session, page, deadline=deadline)
@@ -217,7 +228,7 @@ def default_variant(
     patch than `current`), with the CUDA each platform's METADATA pins."""
     page = f"{_index(pypi, '--pypi-index')}torch/"
     out = DefaultVariant()
-    with _session() as session:
+    with _session(page) as session:
         files = project_files(session, page, deadline=deadline)
         by_version: dict[Version, list[tuple[Row, IndexFile]]] = {}
         for f in files:

@@ -104,6 +104,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         kind, body = found
+        if kind == "redirect":  # body: where to
+            self.send_response(302)
+            self.send_header("Location", body.decode())
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         wanted = self.headers.get("Range", "")
         if wanted.startswith("bytes=") and self.fake.ranges:
             first, last = (int(x) for x in wanted[6:].split("-"))
@@ -307,3 +313,17 @@ def test_a_cuda_no_tag_can_write_is_one_line_and_the_rest_goes_on(farm: Path) ->
     assert "torch 2.15.0 linux_x86_64: left out" in line
     assert "torch 2.15.0 linux_aarch64: default CUDA cu132" in err
     assert '+  - torch: "2.15.0"' in out  # the report and its proposal go on
+
+
+def test_a_redirect_off_https_or_the_expected_hosts_is_not_followed(farm: Path) -> None:
+    """A file URL on the index's own host that answers with a redirect elsewhere: refused at the
+    redirect, one line, and the rest of the report goes on."""
+    fake = pypi_files()
+    for path in list(fake.files):
+        if path.endswith("x86_64.whl"):
+            fake.files[path] = ("redirect", b"http://evil.example/t.whl")
+    with serving(fake) as url:
+        _, err, _ = watch(farm, url)
+    (line,) = [x for x in err.splitlines() if "linux_x86_64: its CUDA was not read" in x]
+    assert "redirects to 'http://evil.example/t.whl'" in line and "use https" in line
+    assert "torch 2.15.0 linux_aarch64: default CUDA cu132" in err
