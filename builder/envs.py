@@ -97,7 +97,7 @@ def torch_env(
     version, identity = call([python, "-c", IDENTITY_PROGRAM], capture=True).split(maxsplit=1)
     digest = hashlib.sha256(identity.strip().encode()).hexdigest()[:8]
     path = cache / "envs" / f"torch{torch}-{cuda}-cp{version}-{digest}"
-    if not (path / ".complete").is_file():
+    if not (path / ".complete").is_file() or not manifest_of(path).is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = path.with_name(f".{path.name}.lock")  # hidden: no glob of envs meets it
 
@@ -115,8 +115,8 @@ def torch_env(
         with exclusive(lock, ENV_LOCK_TIMEOUT, cannot_open=cannot_open, busy=busy):
             if not (path / ".complete").is_file():
                 _make_torch_env(path, python=python, torch=torch, cuda=cuda, index=index, log=log)
-    elif not manifest_of(path).is_file():  # made before envs were sealed: seal it as it is
-        seal(path, manifest_of(path))
+            elif not manifest_of(path).is_file():  # made before envs were sealed: seal it now
+                seal(path, manifest_of(path))
     check_sealed(path, manifest_of(path))
     return TorchEnv(path, torch, cuda, index)
 

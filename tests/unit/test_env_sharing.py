@@ -228,3 +228,15 @@ def test_a_view_of_a_folder_no_env_sealed_is_a_read_only_copy(tmp_path: Path) ->
     seen = (view / "Python.h").stat()
     assert seen.st_ino != before.st_ino and not seen.st_mode & 0o222
     assert (folder / "Python.h").stat().st_mtime_ns == before.st_mtime_ns
+
+
+def test_an_env_made_before_sealing_is_sealed_on_its_next_reuse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(envs, "call", _fake_pip(b"t" * (2 * MIB)))
+    made = _made(tmp_path, "2.15.0")
+    manifest = envs.manifest_of(made.path)
+    manifest.unlink()
+    _unsealed(made.path)
+    assert _made(tmp_path, "2.15.0").path == made.path
+    assert manifest.is_file() and not made.path.stat().st_mode & 0o222
