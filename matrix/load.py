@@ -130,7 +130,11 @@ def _arch_rules(
     out = []
     for i, rule in enumerate(rules):
         spec = f.spec(rule.get("cuda"), ["arch", "override", i, "cuda"])
-        archs = ArchList.parse(rule["archs"])
+        try:
+            archs = ArchList.parse(rule["archs"])
+        except ValueError as exc:  # the schema's pattern takes each item, not the whole list
+            f.add(["arch", "override", i, "archs"], str(exc))
+            continue
         for cuda, (lo, hi) in (policy.supported if policy else {}).items():
             bad = [a.dotted for a in archs.archs if not lo <= a.sm <= hi]
             if bad and Version(cuda) in cuda_spec and Version(cuda) in spec:

@@ -73,10 +73,13 @@ def read_arch(path: Path, schemas: Path, errors: Problems) -> ArchPolicy | None:
     data, doc = read_yaml(path, schemas, "arch", errors)
     if data is None:
         return None
-    policy = {
-        cuda: {plat: ArchList.parse(text) for plat, text in plats.items()}
-        for cuda, plats in data["policy"].items()
-    }
+    policy: dict[str, dict[str, ArchList]] = {}
+    for cuda, plats in data["policy"].items():
+        for plat, text in plats.items():
+            try:
+                policy.setdefault(cuda, {})[plat] = ArchList.parse(text)
+            except ValueError as exc:  # the schema's pattern takes each item, not the list
+                doc.add(["policy", cuda, plat], str(exc))
     supported = {
         cuda: (ArchList.parse(lo).archs[0].sm, ArchList.parse(hi).archs[0].sm)
         for cuda, (lo, hi) in data["supported"].items()
