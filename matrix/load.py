@@ -20,12 +20,17 @@ from wheelfarm.core.errors import ConfigError, UsageError
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import read_facts
-from wheelfarm.matrix.load_grid import cross_check, read_arch, read_farm, read_releases
+from wheelfarm.matrix.load_grid import (
+    arch_list,
+    cross_check,
+    read_arch,
+    read_farm,
+    read_releases,
+)
 from wheelfarm.matrix.model import (
     DIST_PLACEHOLDER,
     ENV_PLACEHOLDER,
     Abi,
-    ArchList,
     ArchPolicy,
     ArchRule,
     Exclusion,
@@ -130,7 +135,9 @@ def _arch_rules(
     out = []
     for i, rule in enumerate(rules):
         spec = f.spec(rule.get("cuda"), ["arch", "override", i, "cuda"])
-        archs = ArchList.parse(rule["archs"])
+        archs = arch_list(f, ["arch", "override", i, "archs"], rule["archs"])
+        if archs is None:
+            continue
         for cuda, (lo, hi) in (policy.supported if policy else {}).items():
             bad = [a.dotted for a in archs.archs if not lo <= a.sm <= hi]
             if bad and Version(cuda) in cuda_spec and Version(cuda) in spec:

@@ -64,7 +64,7 @@ class ArchList:
         >>> ArchList.parse("8.0;9.0+PTX").cubins
         ('sm_80', 'sm_90')
         """
-        archs = []
+        archs: list[Arch] = []
         for raw in text.replace(" ", ";").split(";"):
             item = raw.strip()
             if not item:
@@ -78,7 +78,17 @@ class ArchList:
                     f"invalid arch {item!r} in {text!r}: expected e.g. '9.0', '12.0a' or '12.0+PTX'"
                 )
                 raise ValueError(msg)
-            archs.append(Arch(int(major) * 10 + int(minor), ptx, variant))
+            if ptx and variant:
+                msg = (
+                    f"invalid arch {item!r} in {text!r}: +PTX only on a plain arch"
+                    f" ({variant}-specific PTX runs on no later GPU); write '{major}.{minor}+PTX'"
+                )
+                raise ValueError(msg)
+            sm = int(major) * 10 + int(minor)
+            if any(a.sm == sm for a in archs):
+                msg = f"duplicate arch {item!r} in {text!r}: list SM {major}.{minor} once"
+                raise ValueError(msg)
+            archs.append(Arch(sm, ptx, variant))
         if not archs:
             msg = f"empty arch list {text!r}"
             raise ValueError(msg)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wheelfarm.builder import ccache
+from wheelfarm.builder import ccache, envs
 from wheelfarm.builder.platforms import WINDOWS
 from wheelfarm.builder.wrapper import Spec
 
@@ -96,16 +96,19 @@ def test_windows_wraps_cl_and_nvcc_behind_the_launcher(
 
 
 def test_linux_wrappers_reach_the_torch_envs_headers_through_views(
-    tmp_path: Path, tools: dict[str, str]
+    tmp_path: Path, tools: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Views in the work folder (hard links) of torch's headers and the nvidia-* wheels'; the
+    """Views in the work folder (read-only hard links of a sealed env's files where mode bits
+    bind, tests/unit/test_env_sharing.py) of torch's headers and the nvidia-* wheels'; the
     wrappers name them (tests/integration/test_python_groups.py runs the wrappers)."""
+    monkeypatch.setattr(ccache, "links_are_safe", lambda: True)
     site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
     (site / "torch" / "include" / "ATen").mkdir(parents=True)
     (site / "torch" / "include" / "torch").mkdir()
     (site / "torch" / "include" / "ATen" / "ATen.h").write_text("// aten\n")
     (site / "nvidia" / "cusparse" / "include").mkdir(parents=True)
     (site / "nvidia" / "cusparse" / "include" / "cusparse.h").write_text("// cusparse\n")
+    envs.seal(tmp_path / "env", envs.manifest_of(tmp_path / "env"))
     work = tmp_path / "work"
     headers = ccache.Headers(
         torch=site / "torch" / "include", libraries=(site / "nvidia" / "cusparse" / "include",)

@@ -67,7 +67,7 @@ def test_publish_uploads_only_the_batch_it_planned(
     matrix, expansion = grid
     planned, other_batch = _demo(grid, tmp_path, 0), _demo(grid, tmp_path, 1)
     scatter = next(b for b in expansion.builds if b.package == "torch-scatter")
-    forged = farm_wheel(scatter, matrix.farm.platforms[scatter.platform].wheel_platform, tmp_path)
+    forged = farm_wheel(matrix, scatter, tmp_path, expansion=expansion)
     farm.check_artifacts(*grid, [planned, other_batch, forged])  # each a planned build of the farm
     expect = [farm.build_id_from_wheel(planned.name)]
     nothing = cast("GitHubClient", object())

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -157,6 +158,27 @@ def test_arch_override_outside_toolkit_support(matrix_dir: Callable[..., Path]) 
     root = matrix_dir({"pkg": text})
     with pytest.raises(ConfigError, match=r"5.0 not compiled by CUDA 13.0"):
         load_matrix(root)
+
+
+@pytest.mark.parametrize(
+    ("archs", "named"),
+    [
+        ("9.0;12.0a+PTX", "'12.0a+PTX' in '9.0;12.0a+PTX': +PTX only on a plain arch"),
+        ("9.0;9.0", "duplicate arch '9.0' in '9.0;9.0'"),
+        ("9.0a;9.0", "duplicate arch '9.0' in '9.0a;9.0'"),
+    ],
+)
+def test_an_override_with_variant_ptx_or_an_sm_twice_is_one_problem(
+    matrix_dir: Callable[..., Path], archs: str, named: str
+) -> None:
+    """Issue 36 row 7: validate names the list, no traceback."""
+    text = package_yaml("pkg").replace(
+        "arch: {via: torch}", f"arch: {{via: torch, override: [{{archs: '{archs}'}}]}}"
+    )
+    root = matrix_dir({"pkg": text})
+    with pytest.raises(ConfigError, match=re.escape(named)) as caught:
+        load_matrix(root)
+    assert len(caught.value.problems) == 1
 
 
 def test_torch_cuda_without_arch_list_is_caught(matrix_dir: Callable[..., Path]) -> None:

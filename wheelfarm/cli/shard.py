@@ -40,11 +40,13 @@ def execute(args: argparse.Namespace) -> int:
     from wheelfarm.core.platforms import NAMES
     from wheelfarm.github.actions import (
         MAX_SELF_HOSTED_MINUTES,
+        check_trusted,
         expected,
         read_plan,
         shard_outputs,
         write_outputs,
     )
+    from wheelfarm.matrix.load import load_matrix
 
     runners = {}
     for given in args.runner:
@@ -60,8 +62,8 @@ def execute(args: argparse.Namespace) -> int:
             f"(a job's GITHUB_TOKEN lasts 24 h)"
         )
         raise UsageError(msg)
-
     document = read_plan(args.plan_file)
+    check_trusted(document, args.name, load_matrix(common.root(args)))
     if args.expect is not None:
         wanted = expected(document, args.name, args.batch)
         args.expect.write_text(json.dumps(wanted), encoding="utf-8")

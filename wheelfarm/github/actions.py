@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from wheelfarm.core.errors import PlanError, UsageError
 from wheelfarm.core.jsonread import loads
-from wheelfarm.matrix.model import PlatformInfo
+from wheelfarm.matrix.model import Matrix, PlatformInfo
 from wheelfarm.matrix.plan import Group, Plan
 
 PLAN_VERSION = 1
@@ -190,6 +191,59 @@ def _shaped(shard: dict[str, Any]) -> bool:
         )
         and all(j["id"] in builds for j in shard["include"])
     )
+
+
+def _within(value: object, allowed: set[str] | None) -> bool:
+    """A job's `python` (lines, each in `allowed`) or, for None, its `part` ('' or 'I/K')."""
+    if not isinstance(value, str):
+        return False
+    if allowed is None:
+        return re.fullmatch(r"(\d{1,3}/\d{1,3})?", value) is not None
+    return set(value.split("\n")) <= allowed
+
+
+def check_trusted(document: dict[str, Any], name: str, matrix: Matrix) -> None:
+    """Hold one shard of a plan file (an artifact, so writable by any job before it) to what
+    farm.yaml and torch.yaml permit, job by job: a platform of farm.yaml with its runner and
+    pinned container exactly, a CUDA tag torch.yaml builds there, Pythons torch ships, a
+    timeout within the hosted job limit with the step margin and clock `job` gives, and a
+    producer (`after`) that comes before it in the shard. A self-hosted runner is a workflow
+    input (`shard --runner`), never a plan value. UsageError naming the value and the fix on
+    anything else."""
+    shard = _shard(document, name)
+    fix = "write the plan again with `wheelfarm plan`"
+    limit = matrix.farm.hosted_job_limit_minutes
+    earlier: set[str] = set()
+    for j in [*shard["compile"], *shard["include"]]:
+        platform = j.get("platform")
+        info = matrix.farm.platforms.get(platform) if isinstance(platform, str) else None
+        if info is None:
+            msg = f"shard {name}: job {j['id']!r} has platform {platform!r}, not farm.yaml's; {fix}"
+            raise UsageError(msg)
+        built = [r for r in matrix.releases if any(platform in p for p in r.builds.values())]
+        cudas = {c for r in built for c, where in r.builds.items() if platform in where}
+        pythons = {p for r in built for p in r.pythons()}
+        timeout, step = j["timeout"], j["step"]
+        bad = (
+            ("runner", j["runner"], j["runner"] != info.runner),
+            ("container", j["container"], j["container"] != info.container),
+            ("cuda", j["cuda"], not isinstance(j["cuda"], str) or j["cuda"] not in cudas),
+            ("python", j["python"], not _within(j["python"], pythons)),
+            ("timeout", timeout, type(timeout) is not int or not 0 < timeout <= limit),
+            ("step", step, not isinstance(timeout, int) or step != timeout - SAVE_MARGIN_MINUTES),
+            ("minutes", j["minutes"], j["minutes"] != timeout),
+            ("links", j["links"], type(j["links"]) is not int or j["links"] < 0),
+            ("part", j["part"], not _within(j["part"], None)),
+            ("after", j["after"], j["after"] != "" and j["after"] not in earlier),
+        )
+        for key, value, wrong in bad:
+            if wrong:
+                msg = (
+                    f"shard {name}: job {j['id']!r} has {key} {value!r}, which farm.yaml and "
+                    f"torch.yaml do not permit; {fix}"
+                )
+                raise UsageError(msg)
+        earlier.add(j["id"])
 
 
 def self_hosted(job: dict[str, Any], runners: dict[str, str], limit: int) -> dict[str, Any]:
