@@ -41,17 +41,19 @@ def _symbol(name: str) -> str:
     return f"PyInit_{stem}" if suffix == "pyd" else f"f_{stem}"
 
 
-def _dll(out: Path, name: str, imports: tuple[Path, ...] = ()) -> Path:
-    """A DLL (or .pyd) exporting f_<name>, calling the function of each DLL in `imports`."""
+def _dll(out: Path, name: str, imports: tuple[Path, ...] = (), *, extra: str = "") -> Path:
+    """A DLL (or .pyd) exporting f_<name>, calling the function of each DLL in `imports`;
+    `extra` is more C source (an asm block adding a section)."""
     calls = "".join(f"{_symbol(d.name)}();" for d in imports)
     decls = "".join(f"__declspec(dllimport) int {_symbol(d.name)}(void);\n" for d in imports)
     src = out / f"{name}.c"
     src.write_text(
         f"{ENTRY}{decls}__declspec(dllexport) int {_symbol(name)}(void) {{ {calls} return 0; }}\n"
+        f"{extra}"
     )
     dll = out / name
     subprocess.run(
-        [MINGW, "-shared", "-nostdlib", "-O1", "-o", dll, src, *imports],
+        [MINGW, "-shared", "-nostdlib", "-O1", "-s", "-o", dll, src, *imports],
         check=True, capture_output=True,
     )  # fmt: skip
     return dll
