@@ -5,6 +5,7 @@ ninja shim, and no exec."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -19,6 +20,9 @@ from wheelfarm.builder.platforms.common import (
 from wheelfarm.builder.wrapper import SPEC, Spec
 from wheelfarm.core.errors import BuildError
 from wheelfarm.core.proc import call
+
+# delvewheel's last line when a DLL is neither excluded nor on PATH (delvewheel/_dll_utils.py)
+_UNFOUND = re.compile(r"^FileNotFoundError: Unable to find library: (\S+)$", re.MULTILINE)
 
 
 def _launchers(bin_dir: Path, entries: tuple[str, ...]) -> None:
@@ -110,10 +114,28 @@ class Windows:
         return 0
 
     def repair(self, job: RepairJob) -> Path:
-        """Repair with delvewheel, torch's and CUDA's DLLs excluded (they load with torch); it
-        keeps the win_amd64 tag (job.plat is unused)."""
-        excludes = os.pathsep.join(job.policy.provided)  # ';' on Windows
+        """Repair with delvewheel; it keeps the win_amd64 tag (job.plat is unused).
+
+        Excluded: torch's and CUDA's DLLs (they load with torch) and the policy's system DLLs,
+        for delvewheel's own list of what Windows has leaves out msvcp140.dll and vcomp140.dll
+        (it would vendor them, or fail when they are not on PATH). One `--exclude` per pattern:
+        delvewheel splits each on os.pathsep, so no separator is assumed. A DLL it can find
+        nowhere fails the repair as one line naming it."""
+        patterns = (*job.policy.provided, *job.policy.system)
+        excludes = [arg for pattern in patterns for arg in ("--exclude", pattern)]
         add_path = ["--add-path", str(job.torch_lib)] if job.torch_lib is not None else []
         tool = [sys.executable, "-m", "delvewheel", "repair", "--no-mangle-all",
-                "--exclude", excludes, *add_path]  # fmt: skip
-        return repair_with(tool, job)
+                *excludes, *add_path]  # fmt: skip
+        try:
+            return repair_with(tool, job)
+        except BuildError as exc:
+            log = job.log.read_text(encoding="utf-8", errors="replace") if job.log.is_file() else ""
+            missing = _UNFOUND.findall(log)
+            if not missing:
+                raise
+            msg = (
+                f"{job.wheel.name} needs {missing[-1]}, which matrix/libraries.yaml neither "
+                f"provides nor lists as system, and no folder on PATH holds it: put its folder "
+                f"on PATH to vendor it, or list it in libraries.yaml; log: {job.log}"
+            )
+            raise BuildError(msg) from exc
