@@ -33,6 +33,7 @@ from wheelfarm.builder import ccache
 from wheelfarm.builder.build import msvc_nvcc_flags
 from wheelfarm.builder.platforms import WINDOWS
 from wheelfarm.builder.target import resolve
+from wheelfarm.builder.wrapper import SPEC, Spec, command
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 
@@ -89,42 +90,56 @@ def farm_env(tmp_path: Path) -> dict[str, str]:
     matrix = load_matrix(REPO)
     target = resolve(matrix, expand(matrix), "pytorch3d-0.7.9-cu130torch2.14-cp312-win_amd64")
     env.update(msvc_nvcc_flags(target, env))
+    torch = tmp_path / "env" / "Lib" / "site-packages" / "torch" / "include"
+    (torch / "torch").mkdir(parents=True)
     return ccache.wrap_compilers(
-        env, tmp_path / "cuda", tmp_path / "shims", base=tmp_path, platform=WINDOWS
-    )
+        env, tmp_path / "cuda", tmp_path / "shims", base=tmp_path, platform=WINDOWS,
+        headers=ccache.Headers(torch=torch),
+    )  # fmt: skip
 
 
-def test_the_cl_rule_starts_ccache_as_cl_and_ccache_finds_the_real_cl(
+def test_the_cl_rule_starts_the_farms_wrapper_which_runs_ccache_and_the_real_cl(
     tmp_path: Path, farm_env: dict[str, str]
 ) -> None:
-    argv = _expand(CL_RULE, {"cflags": "/O2", "in": "C:/src/a.cpp", "out": "a.obj",
-                             "post_cflags": "/std:c++17"})  # fmt: skip
-    assert argv == ["cl", "/showIncludes", "/O2", "-c", "C:/src/a.cpp", "/Foa.obj", "/std:c++17"]
+    torch = tmp_path / "env" / "Lib" / "site-packages" / "torch" / "include"
+    argv = _expand(CL_RULE, {"cflags": f"/O2 -I{torch}", "in": "C:/src/a.cpp",
+                             "out": "a.obj", "post_cflags": "/std:c++17"})  # fmt: skip
+    assert argv == ["cl", "/showIncludes", "/O2", f"-I{torch}", "-c", "C:/src/a.cpp",
+                    "/Foa.obj", "/std:c++17"]  # fmt: skip
     path = farm_env["PATH"].split(os.pathsep)
-    found = [Path(d) / "cl.exe" for d in path if (Path(d) / "cl.exe").is_file()]
-    # Windows takes the first cl.exe on PATH: ccache's copy; ccache's masquerade then runs the
-    # next one, MSVC's, with the arguments unchanged (rewrites_arguments is False)
-    assert found == [tmp_path / "shims" / "cl.exe", tmp_path / "msvc" / "cl.exe"]
-    assert found[0].read_bytes() == (tmp_path / "tools" / "ccache").read_bytes()
-    assert WINDOWS.rewrites_arguments is False
+    # Windows takes the first cl on PATH: the farm's launcher (builder/wrapper.py), which runs
+    # ccache with MSVC's own cl.exe and the arguments, torch's folder as its view
+    assert path[0] == str(tmp_path / "shims") and (tmp_path / "shims" / "cl").is_file()
+    spec = Spec.from_env(farm_env)
+    assert command("cl", argv[1:], spec, farm_env) == [
+        str(tmp_path / "tools" / "ccache"), str(tmp_path / "msvc" / "cl.exe"), "/showIncludes",
+        "/O2", f"-I{tmp_path / 'torch-include'}", "-c", "C:/src/a.cpp", "/Foa.obj", "/std:c++17",
+    ]  # fmt: skip
+    assert WINDOWS.rewrites_arguments is True
 
 
 def test_the_nvcc_rule_runs_ccache_then_nvcc_with_torchs_and_the_farms_flags(
     tmp_path: Path, farm_env: dict[str, str]
 ) -> None:
+    torch = tmp_path / "env" / "Lib" / "site-packages" / "torch" / "include"
+    given = [f"-I{torch}" if a == "-IC:/torch/include" else a for a in CUDA_CFLAGS]
     argv = _expand(
         NVCC_RULE,
-        {"nvcc": farm_env["PYTORCH_NVCC"], "cuda_cflags": " ".join(CUDA_CFLAGS),
+        {"nvcc": farm_env["PYTORCH_NVCC"], "cuda_cflags": " ".join(given),
          "in": "C:/src/k.cu", "out": "k.obj", "cuda_post_cflags": " ".join(PACKAGE_NVCC)},
     )  # fmt: skip
-    assert argv == [
+    assert argv[0] == str(tmp_path / "shims" / "nvcc.exe")  # the farm's launcher
+    # nvcc's flag variables (the package's first, compat.yaml's CUDA 13 flag after) go onto its
+    # command line, where ccache hashes them; nvcc runs NVCC_CCBIN, MSVC's own cl.exe
+    assert farm_env["NVCC_APPEND_FLAGS"].split() == [
+        "-DFROM_THE_PACKAGE", "-Xcompiler", "/Zc:preprocessor",
+    ]  # fmt: skip
+    cuda_cflags = [f"-I{tmp_path / 'torch-include'}" if a == "-IC:/torch/include" else a
+                   for a in CUDA_CFLAGS]  # fmt: skip
+    assert command("nvcc", argv[1:], Spec.from_env(farm_env), farm_env) == [
         str(tmp_path / "tools" / "ccache"), str(tmp_path / "cuda" / "bin" / "nvcc.exe"),
         "--generate-dependencies-with-compile", "--dependency-output", "k.obj.d",
-        *CUDA_CFLAGS, "-c", "C:/src/k.cu", "-o", "k.obj", *PACKAGE_NVCC,
-    ]  # fmt: skip
-    # nvcc itself appends NVCC_APPEND_FLAGS (the package's first, compat.yaml's CUDA 13 flag
-    # after) and runs NVCC_CCBIN, MSVC's own cl.exe, past the masquerade: cached once
-    assert farm_env["NVCC_APPEND_FLAGS"].split() == [
+        *cuda_cflags, "-c", "C:/src/k.cu", "-o", "k.obj", *PACKAGE_NVCC,
         "-DFROM_THE_PACKAGE", "-Xcompiler", "/Zc:preprocessor",
     ]  # fmt: skip
     assert farm_env["NVCC_CCBIN"] == str(tmp_path / "msvc" / "cl.exe")
@@ -136,7 +151,7 @@ def test_the_environment_keeps_vcvars_and_adds_only_the_farms_variables(
     assert {k: farm_env[k] for k in VCVARS} == VCVARS
     added = set(farm_env) - {*VCVARS, "PATH", "NVCC_APPEND_FLAGS"}
     assert added == {"DISTUTILS_USE_SDK", "TORCH_NO_COMPILER_WRAPPER", "PYTORCH_NVCC",
-                     "NVCC_CCBIN"}  # fmt: skip
+                     "NVCC_CCBIN", SPEC}  # fmt: skip
     assert farm_env["DISTUTILS_USE_SDK"] == "1"  # torch's build refuses vcvars without it
     assert farm_env["TORCH_NO_COMPILER_WRAPPER"] == "1"  # ccache already wraps: no second one
     assert farm_env["PATH"].split(os.pathsep) == [
