@@ -13,7 +13,12 @@ farm's job graph. It runs what the files say, the way GitHub's documentation say
   the pinned version (tests/actions/standins.py);
 - a scaled clock: the account's concurrent-job limit, the job and step time limits, the 24 h
   queue limit, artifact retention, and concurrency groups (one running and one pending run; a
-  newer run cancels the pending one).
+  newer run cancels the pending one);
+- GitHub's run limits (ADR 13): a run cancelled at 35 days, "Re-run failed jobs" refused 30
+  days after the run started, cancellation that kills running steps (SIGTERM 7.5 s after
+  SIGINT, jobs force-terminated 5 minutes after the cancel), caches restored only on the ref
+  that saved them or from the default branch, one content-creating budget for the token that
+  every job shares, and `on.schedule` fired on the model's clock (tests/actions/cron.py).
 
 A limit GitHub enforces is enforced here as GitHub does (the job fails) and recorded as a
 `LimitHit` naming the limit, the job and the value."""
@@ -33,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.actions.cron import next_fire
 from tests.actions.workflow import (
     EXPR,
     MAP,
@@ -66,6 +72,10 @@ class Limits:
     cache_bytes: int = 10 * 1024**3
     cache_idle_minutes: int = 7 * 24 * 60
     retention_max_days: int = 90
+    run_minutes: int = 35 * 24 * 60  # a workflow run, waiting included: then it is cancelled
+    rerun_minutes: int = 30 * 24 * 60  # "Re-run failed jobs" after the run's start
+    sigterm_minutes: float = 7.5 / 60  # a cancelled step: SIGINT, SIGTERM 7.5 s later
+    force_minutes: float = 5.0  # jobs still running 5 minutes after the cancel are terminated
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,7 @@ class Artifact:
 @dataclass
 class CacheEntry:
     key: str
+    ref: str  # the run's ref that saved it: restored on that ref, or anywhere if the default
     files: Path
     size: int
     created: float
@@ -155,6 +166,9 @@ class Instance:
     path_dirs: list[str] = field(default_factory=list)
     self_hosted: bool = False
     action_outputs: dict[str, str] = field(default_factory=dict)  # the last action's outputs
+    wake: int = 0  # the number of the event that may continue this job; older ones are void
+    step_ends: float = 0.0  # when the running step ends
+    step_id: str = ""
     uploads: int = 0  # artifacts this job uploaded (500 at most)
 
 
@@ -173,6 +187,7 @@ class Run:
     top: Scope | None = None
     started: float = 0.0
     ended: float = 0.0
+    created: float = 0.0  # the run's start: the 30-day re-run window counts from it
 
     @property
     def nodes(self) -> Iterable[Node]:
@@ -226,7 +241,11 @@ class Model:
         self.repository = repository
         self.bridge = bridge or Bridge.shared()
         self.now = 0.0  # simulated minutes
-        self._events: list[tuple[float, int, Callable[[], None]]] = []
+        self._events: list[tuple[float, int, Callable[[], None], bool]] = []
+        self._live = 0  # events that are not timers: the model is idle when none is left
+        self.default_branch = "refs/heads/main"
+        self.creating_free = 0.0  # when the token's content-creating budget is next free
+        self.active: list[Instance] = []  # jobs on a runner
         self._seq = itertools.count()
         self._ids = itertools.count(1000)
         self.queue: list[Instance] = []
@@ -234,7 +253,7 @@ class Model:
         self.runs: list[Run] = []
         self.groups: dict[str, list[Run]] = {}
         self.artifacts: list[Artifact] = []
-        self.cache: dict[str, CacheEntry] = {}
+        self.cache: dict[tuple[str, str], CacheEntry] = {}  # (ref, key)
         self.limits_hit: list[LimitHit] = []
         self.runner_minutes = 0.0
         self.job_log: list[tuple[str, str, float, float]] = []  # (job, result, start, end)
@@ -254,7 +273,8 @@ class Model:
             if self.now - entry.used > self.limits.cache_idle_minutes:
                 del self.cache[key]
         while sum(e.size for e in self.cache.values()) > self.limits.cache_bytes:
-            del self.cache[min(self.cache.values(), key=lambda e: e.used).key]
+            oldest = min(self.cache.values(), key=lambda e: e.used)
+            del self.cache[oldest.ref, oldest.key]
 
     # -- events ------------------------------------------------------------------------------
 
@@ -293,8 +313,9 @@ class Model:
         return self.start(wf, "workflow_dispatch", inputs, "refs/heads/main")
 
     def start(self, wf: Workflow, event: str, inputs: dict[str, Any], ref: str) -> Run:
-        run = Run(next(self._ids), wf, event, inputs, ref, None)
+        run = Run(next(self._ids), wf, event, inputs, ref, None, created=self.now)
         self.runs.append(run)
+        self._run_deadline(run)
         run.group = self._group(run)
         if run.group is None:
             self._begin(run)
@@ -342,19 +363,68 @@ class Model:
         self._instantiate(run, run.top)
         self._advance(run)
 
+    def _run_deadline(self, run: Run) -> None:
+        """GitHub cancels a run (this attempt) 35 days after it started, waiting included."""
+        attempt = run.attempt
+
+        def expire() -> None:
+            if run.attempt != attempt or run.status == "completed":
+                return
+            self.limits_hit.append(
+                LimitHit("workflow run time", run.workflow.path.name, f"run {run.id} at 35 days")
+            )
+            if run.status == "in_progress":
+                self.cancel(run)
+            else:
+                run.status, run.conclusion = "completed", "cancelled"
+
+        self.at(self.now + self.limits.run_minutes, expire, timer=True)
+
     def cancel(self, run: Run) -> None:
-        """The run's cancel button: queued jobs end, running ones skip what is not `always()`."""
+        """The run's cancel button: queued jobs end; a running step gets SIGINT, then SIGTERM
+        7.5 s later (the model takes the later: nothing here traps SIGINT less); later steps
+        run only if `always()` or `cancelled()`; a job still running 5 minutes on is
+        force-terminated (docs: "Workflow cancellation")."""
         run.cancelled = True
         for inst in list(self.queue):
             if self._run_of(inst) is run:
                 self.queue.remove(inst)
                 self._finish(inst, "cancelled")
+        for inst in [i for i in self.active if self._run_of(i) is run]:
+            inst.cancelled = True
+            step = (inst.node.template.get("steps") or [])[inst.step - 1] if inst.step else {}
+            if inst.step_ends > self.now + self.limits.sigterm_minutes and not self.truth(
+                step.get("if"), *reversed(self._step_state(run, inst))
+            ):  # its `if:` re-evaluated: an `always()` step runs on
+                inst.steps[inst.step_id] = {"outputs": {}, "outcome": "cancelled",
+                                            "conclusion": "cancelled"}  # fmt: skip
+                self._wake(
+                    inst, self.now + self.limits.sigterm_minutes, lambda i=inst: self._step(i)
+                )
+
+        def terminate() -> None:
+            for inst in [i for i in self.active if self._run_of(i) is run]:
+                self.hit("cancelled job terminated", inst, "still running 5 min after the cancel")
+                inst.wake += 1
+                self._end_job(inst)
+
+        self.at(self.now + self.limits.force_minutes, terminate, timer=True)
         self._advance(run)
 
     def rerun_failed(self, run: Run) -> None:
         """ "Re-run failed jobs": a new attempt in which failed and cancelled jobs, and the jobs
-        that depend on them, run again; the others keep their results and outputs."""
+        that depend on them, run again; the others keep their results and outputs. GitHub
+        refuses it 30 days after the run started (recorded, and nothing runs)."""
+        if self.now - run.created > self.limits.rerun_minutes:
+            age = (self.now - run.created) / 1440
+            self.limits_hit.append(
+                LimitHit(
+                    "re-run window", run.workflow.path.name, f"run {run.id} is {age:.1f} days old"
+                )
+            )
+            return
         run.attempt += 1
+        self._run_deadline(run)
         run.cancelled = False
         run.status, run.conclusion = "in_progress", ""
         assert run.top is not None
@@ -382,18 +452,42 @@ class Model:
 
     def run_until_idle(self, limit_minutes: float = 60 * 24 * 60) -> None:
         """Run events up to `limit_minutes` on the clock (what is later stays scheduled)."""
-        while self._events and self._events[0][0] <= limit_minutes:
-            when, _, action = heapq.heappop(self._events)
+        while self._live and self._events[0][0] <= limit_minutes:
+            when, _, action, timer = heapq.heappop(self._events)
+            self._live -= not timer
             self.now = max(self.now, when)
             action()
-        if self._events:
+        if self._live:
             self.now = limit_minutes
             return
         for inst in list(self.queue):
             self.hit("queue", inst, f"still queued after {self.now - inst.queued:.0f} min")
 
-    def at(self, minutes: float, action: Callable[[], None]) -> None:
-        heapq.heappush(self._events, (minutes, next(self._seq), action))
+    def at(self, minutes: float, action: Callable[[], None], *, timer: bool = False) -> None:
+        """Schedule `action`; a timer (a deadline, a schedule) fires only while something else
+        keeps the model busy, so an idle model stops."""
+        heapq.heappush(self._events, (minutes, next(self._seq), action, timer))
+        self._live += not timer
+
+    def _wake(self, inst: Instance, minutes: float, action: Callable[[], None]) -> None:
+        """Continue a job at `minutes`, voiding what was scheduled for it before (a kill)."""
+        inst.wake += 1
+        wake = inst.wake
+        self.at(minutes, lambda: action() if inst.wake == wake else None)
+
+    def schedules(self) -> None:
+        """Fire every workflow's `on.schedule` cron lines on the model's clock (UTC, minute 0
+        is tests/actions/cron.EPOCH), from now on, while the model is busy."""
+        for wf in self.workflows():
+            for entry in sequence(wf.on.get("schedule")):
+                self._cron(wf, str(mapping(entry)["cron"]))
+
+    def _cron(self, wf: Workflow, line: str) -> None:
+        def fire() -> None:
+            self.start(wf, "schedule", {}, self.default_branch)
+            self._cron(wf, line)
+
+        self.at(next_fire(line, self.now), fire, timer=True)
 
     # -- the job graph -------------------------------------------------------------------------
 
@@ -556,6 +650,7 @@ class Model:
                 continue
             self.busy += 1
             node.running += 1
+            self.active.append(inst)
             self._start_job(inst)
 
     def hit(self, limit: str, inst: Instance, value: str) -> None:
@@ -604,7 +699,7 @@ class Model:
         }
         for key, v in mapping(node.scope.workflow.raw.get("env")).items():
             inst.env.setdefault(key, _text(self.value(v, ctx, {"success": True})))
-        self.at(self.now + 0.5, lambda: self._step(inst))  # the runner's setup
+        self._wake(inst, self.now + 0.5, lambda: self._step(inst))  # the runner's setup
 
     def _step(self, inst: Instance) -> None:
         run = self._run_of(inst)
@@ -615,15 +710,12 @@ class Model:
             return
         raw, tpl = mapping(steps_raw[inst.step]), steps_tpl[inst.step]
         inst.step += 1
-        status = {"success": not inst.failed and not run.cancelled, "failure": inst.failed,
-                  "cancelled": run.cancelled, "always": True}  # fmt: skip
-        ctx = self._context(run, inst.node.scope, needs={n: inst.node.scope.nodes[n] for n in inst.node.needs},
-                            matrix=inst.matrix, strategy=_strategy(inst, inst.node), inst=inst)  # fmt: skip
+        status, ctx = self._step_state(run, inst)
         step_id = str(tpl.get("id") or f"__step{inst.step}")
         if not self.truth(tpl.get("if"), ctx, status):
             inst.cancelled = inst.cancelled or run.cancelled
             inst.steps[step_id] = {"outputs": {}, "outcome": "skipped", "conclusion": "skipped"}
-            self.at(self.now, lambda: self._step(inst))
+            self._wake(inst, self.now, lambda: self._step(inst))
             return
         env = {
             **inst.env,
@@ -661,7 +753,8 @@ class Model:
         elapsed = self.now + minutes - inst.started
         if elapsed > inst.timeout:
             self.hit("job timed out", inst, f"{elapsed:.0f} min > {inst.timeout:.0f}")
-            self.at(inst.started + inst.timeout, lambda: self._end_job(inst, timed_out=True))
+            inst.step_ends, inst.step_id = inst.started + inst.timeout, step_id
+            self._wake(inst, inst.step_ends, lambda: self._end_job(inst, timed_out=True))
             return
         continue_on_error = bool(self.value(raw.get("continue-on-error", False), ctx, status))
         outcome = "success" if code == 0 else "failure"
@@ -669,7 +762,16 @@ class Model:
                                "conclusion": "success" if continue_on_error else outcome}  # fmt: skip
         if code != 0 and not continue_on_error:
             inst.failed = True
-        self.at(self.now + minutes, lambda: self._step(inst))
+        inst.step_ends, inst.step_id = self.now + minutes, step_id
+        self._wake(inst, inst.step_ends, lambda: self._step(inst))
+
+    def _step_state(self, run: Run, inst: Instance) -> tuple[dict[str, bool], dict[str, Any]]:
+        """The status functions and contexts a step's expressions see."""
+        status = {"success": not inst.failed and not run.cancelled, "failure": inst.failed,
+                  "cancelled": run.cancelled, "always": True}  # fmt: skip
+        ctx = self._context(run, inst.node.scope, needs={n: inst.node.scope.nodes[n] for n in inst.node.needs},
+                            matrix=inst.matrix, strategy=_strategy(inst, inst.node), inst=inst)  # fmt: skip
+        return status, ctx
 
     def _run(
         self,
@@ -733,9 +835,16 @@ class Model:
         minutes = max(0.5, used / 60)
         if self.github_requests is not None:  # the step's GitHub calls, at GitHub's pace
             total, creating = (b - a for a, b in zip(asked, self.github_requests(), strict=True))
-            minutes += total * REQUEST_SECONDS / 60 + creating * 60 / CREATING_PER_HOUR
+            minutes += total * REQUEST_SECONDS / 60 + self.creating(creating)
 
         return result.returncode, minutes, _outputs(files["output"])
+
+    def creating(self, requests: int) -> float:
+        """Minutes until `requests` content-creating requests are answered: the secondary limit
+        is the token's, so jobs creating content at once queue for one budget."""
+        start = max(self.now, self.creating_free)
+        self.creating_free = start + requests * 60 / CREATING_PER_HOUR
+        return self.creating_free - self.now if requests else 0.0
 
     def _default_shell(self, inst: Instance) -> str | None:
         for raw in (inst.node.raw, inst.node.scope.workflow.raw):
@@ -766,6 +875,7 @@ class Model:
         inst.node.outputs.update(outputs)
         self.busy -= 1
         inst.node.running -= 1
+        self.active.remove(inst)
         self.runner_minutes += self.now - inst.started
         if inst.workspace is not None and result != "success":
             log = inst.workspace / "_temp" / "log.txt"

@@ -61,6 +61,7 @@ def first_run(
         names.mkdir(parents=True)
         fake.break_uploads = {_name(farm, b, names) for b in sorted(wanted)[-broken_uploads:]}
         model = farm.model
+        model.schedules()  # pages.yml's daily run fires on the model's clock
 
         def tag(name: str) -> Run:
             if inputs is None:
