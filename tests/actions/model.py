@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.actions.cron import next_fire
+from tests.actions.lifecycle import arm_cron, arm_deadline, stop_steps
 from tests.actions.workflow import (
     EXPR,
     MAP,
@@ -315,7 +315,7 @@ class Model:
     def start(self, wf: Workflow, event: str, inputs: dict[str, Any], ref: str) -> Run:
         run = Run(next(self._ids), wf, event, inputs, ref, None, created=self.now)
         self.runs.append(run)
-        self._run_deadline(run)
+        arm_deadline(self, run)
         run.group = self._group(run)
         if run.group is None:
             self._begin(run)
@@ -363,52 +363,15 @@ class Model:
         self._instantiate(run, run.top)
         self._advance(run)
 
-    def _run_deadline(self, run: Run) -> None:
-        """GitHub cancels a run (this attempt) 35 days after it started, waiting included."""
-        attempt = run.attempt
-
-        def expire() -> None:
-            if run.attempt != attempt or run.status == "completed":
-                return
-            self.limits_hit.append(
-                LimitHit("workflow run time", run.workflow.path.name, f"run {run.id} at 35 days")
-            )
-            if run.status == "in_progress":
-                self.cancel(run)
-            else:
-                run.status, run.conclusion = "completed", "cancelled"
-
-        self.at(self.now + self.limits.run_minutes, expire, timer=True)
-
     def cancel(self, run: Run) -> None:
-        """The run's cancel button: queued jobs end; a running step gets SIGINT, then SIGTERM
-        7.5 s later (the model takes the later: nothing here traps SIGINT less); later steps
-        run only if `always()` or `cancelled()`; a job still running 5 minutes on is
-        force-terminated (docs: "Workflow cancellation")."""
+        """The run's cancel button: queued jobs end, running steps stop (lifecycle.stop_steps),
+        later steps and jobs run only if `always()` or `cancelled()`."""
         run.cancelled = True
         for inst in list(self.queue):
             if self._run_of(inst) is run:
                 self.queue.remove(inst)
                 self._finish(inst, "cancelled")
-        for inst in [i for i in self.active if self._run_of(i) is run]:
-            inst.cancelled = True
-            step = (inst.node.template.get("steps") or [])[inst.step - 1] if inst.step else {}
-            if inst.step_ends > self.now + self.limits.sigterm_minutes and not self.truth(
-                step.get("if"), *reversed(self._step_state(run, inst))
-            ):  # its `if:` re-evaluated: an `always()` step runs on
-                inst.steps[inst.step_id] = {"outputs": {}, "outcome": "cancelled",
-                                            "conclusion": "cancelled"}  # fmt: skip
-                self._wake(
-                    inst, self.now + self.limits.sigterm_minutes, lambda i=inst: self._step(i)
-                )
-
-        def terminate() -> None:
-            for inst in [i for i in self.active if self._run_of(i) is run]:
-                self.hit("cancelled job terminated", inst, "still running 5 min after the cancel")
-                inst.wake += 1
-                self._end_job(inst)
-
-        self.at(self.now + self.limits.force_minutes, terminate, timer=True)
+        stop_steps(self, run)
         self._advance(run)
 
     def rerun_failed(self, run: Run) -> None:
@@ -424,7 +387,7 @@ class Model:
             )
             return
         run.attempt += 1
-        self._run_deadline(run)
+        arm_deadline(self, run)
         run.cancelled = False
         run.status, run.conclusion = "in_progress", ""
         assert run.top is not None
@@ -480,14 +443,7 @@ class Model:
         is tests/actions/cron.EPOCH), from now on, while the model is busy."""
         for wf in self.workflows():
             for entry in sequence(wf.on.get("schedule")):
-                self._cron(wf, str(mapping(entry)["cron"]))
-
-    def _cron(self, wf: Workflow, line: str) -> None:
-        def fire() -> None:
-            self.start(wf, "schedule", {}, self.default_branch)
-            self._cron(wf, line)
-
-        self.at(next_fire(line, self.now), fire, timer=True)
+                arm_cron(self, wf, str(mapping(entry)["cron"]))
 
     # -- the job graph -------------------------------------------------------------------------
 
