@@ -4,9 +4,9 @@ clock, so the model can fire pages.yml's daily run on its own clock."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
-EPOCH = datetime(2026, 12, 1, tzinfo=UTC)  # the model's minute 0
+EPOCH = datetime(2026, 12, 1, tzinfo=timezone.utc)  # the model's minute 0
 _BOUNDS = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6))  # minute hour day month weekday
 _YEAR = 366 * 24 * 60
 

@@ -4,6 +4,7 @@ of the `Model`, kept apart from its job graph."""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from tests.actions.cron import next_fire
@@ -46,7 +47,7 @@ def stop_steps(model: Model, run: Run) -> None:
         if inst.step_ends > sigterm and not model.truth(step.get("if"), ctx, status):
             inst.steps[inst.step_id] = {"outputs": {}, "outcome": "cancelled",
                                         "conclusion": "cancelled"}  # fmt: skip
-            model._wake(inst, sigterm, lambda i=inst: model._step(i))
+            model._wake(inst, sigterm, functools.partial(model._step, inst))
 
     def terminate() -> None:
         for inst in [i for i in model.active if model._run_of(i) is run]:
