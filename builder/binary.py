@@ -46,7 +46,7 @@ _ENTRY_MIN = _SM_OFFSET + _ENTRY_SM.size  # an entry header reaches at least pas
 _ENTRY_FLAGS = struct.Struct("<Q")
 _FLAGS_OFFSET = 40  # an older, shorter entry header has no flags: a plain target
 # The variant bits of an entry's flags, as nvcc 13.0 writes them and cuobjdump reads them.
-_VARIANTS = ((0x100000, "a"), (0x200000, "f"))
+VARIANT_BITS = ((0x100000, "a"), (0x200000, "f"))
 
 _ELF32_HEADER, _ELF64_HEADER = 52, 64
 _GLIBC = re.compile(r"GLIBC_([0-9]+)\.([0-9]+)(?:\.[0-9]+)*")
@@ -138,7 +138,7 @@ def _entries(blob: bytes, pos: int, end: int) -> Iterator[tuple[int, str]]:
         if header >= _FLAGS_OFFSET + _ENTRY_FLAGS.size:
             (flags,) = _ENTRY_FLAGS.unpack_from(blob, pos + _FLAGS_OFFSET)
         # both bits (no nvcc writes that): `a`, the narrower
-        variant = next((v for bit, v in _VARIANTS if flags & bit), "")
+        variant = next((v for bit, v in VARIANT_BITS if flags & bit), "")
         yield kind, f"sm_{sm}{variant}"
         pos = following
 

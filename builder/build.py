@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
+from packaging.version import InvalidVersion, Version
 
 from wheelfarm.builder import ccache, driver, envs, provenance, shard, source, toolchain
 from wheelfarm.builder.platforms import REPAIRERS, RepairJob, current
@@ -115,8 +116,10 @@ class _Compiled:
     split: dict[str, object]  # shard.finish's summary; empty without a split
 
 
-def find_python(version: str, explicit: str | None) -> str:
-    """An interpreter for `version`: explicit, this one, pythonX.Y on PATH, or manylinux's."""
+def find_python(version: str, explicit: str | None, environ: Mapping[str, str] = os.environ) -> str:
+    """An interpreter for `version`: explicit, this one, pythonX.Y on PATH, manylinux's, or the
+    newest of that minor in the runner's tool cache, where setup-python puts each Python a
+    Windows group job asks for (RUNNER_TOOL_CACHE/Python/X.Y.Z/x64/python.exe)."""
     if explicit:
         return explicit
     if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
@@ -128,11 +131,33 @@ def find_python(version: str, explicit: str | None) -> str:
     manylinux = Path(f"/opt/python/{tag}-{tag}/bin/python")
     if manylinux.is_file():
         return str(manylinux)
+    cached = _tool_cache(version, environ.get("RUNNER_TOOL_CACHE", ""))
+    if cached is not None:
+        return str(cached)
     msg = (
-        f"no Python {version} found (python{version} on PATH, /opt/python/{tag}-{tag}); "
-        f"install it or pass --python-exe"
+        f"no Python {version} found (python{version} on PATH, /opt/python/{tag}-{tag}, the "
+        f"runner's tool cache); install it or pass --python-exe"
     )
     raise ToolchainError(msg)
+
+
+def _tool_cache(version: str, cache: str) -> Path | None:
+    """The newest Python of `version` in a runner's tool cache (a release candidate too:
+    setup-python names it 3.15.0-rc.1), or None."""
+    if not cache:
+        return None
+    found = []
+    for folder in (Path(cache) / "Python").glob(f"{version}.*"):
+        exe = next(
+            (e for e in (folder / "x64/python.exe", folder / "x64/bin/python") if e.is_file()), None
+        )
+        try:
+            release = Version(folder.name)
+        except InvalidVersion:
+            continue
+        if exe is not None and f"{release.major}.{release.minor}" == version:
+            found.append((release, exe))
+    return max(found)[1] if found else None
 
 
 def max_jobs(gb_per_job: float) -> int:

@@ -15,8 +15,10 @@ from wheelfarm.matrix.model import (
     ArchPolicy,
     FarmConfig,
     PlatformInfo,
+    Pool,
     PythonGroups,
     SplitCompile,
+    TierRule,
     TorchRelease,
 )
 from wheelfarm.matrix.reader import Problems, clip, read_yaml
@@ -104,6 +106,16 @@ def read_farm(path: Path, schemas: Path, errors: Problems) -> FarmConfig | None:
         platforms={k: PlatformInfo(**v) for k, v in data["platforms"].items()},
         split_compile=_split_compile(data.get("split_compile")),
         python_groups=_python_groups(data.get("python_groups")),
+        pool=_pool(data["pool"]),
+    )
+
+
+def _pool(data: dict[str, Any]) -> Pool:
+    return Pool(
+        lanes=int(data["lanes"]),
+        shard_hours=float(data["shard_hours"]),
+        run_days=float(data["run_days"]),
+        tiers=tuple(tuple(TierRule(**rule) for rule in tier) for tier in data["tiers"]),
     )
 
 

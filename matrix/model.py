@@ -164,6 +164,26 @@ class PythonGroups:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TierRule:
+    """Cells a priority tier holds: `torch` 'newest', 'previous' or a glob of minors; `cuda`
+    'pypi' (the CUDA of PyPI's wheel of that minor, torch.yaml's `pypi`) or a glob of tags."""
+
+    torch: str
+    cuda: str = "*"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pool:
+    """One pool of concurrent build jobs for every platform, and the order it builds in
+    (docs/adr/0017-one-pool.md)."""
+
+    lanes: int  # build jobs at once, all platforms together (farm.yml's max-parallel)
+    shard_hours: float  # a lane's shard holds about this much predicted work, at least
+    run_days: float  # a farm run plans no more than its lanes finish in this time
+    tiers: tuple[tuple[TierRule, ...], ...]  # tier 1 first; the rest after, newest torch first
+
+
+@dataclass(frozen=True, kw_only=True)
 class FarmConfig:
     """Whole-run settings (farm.yaml)."""
 
@@ -173,6 +193,7 @@ class FarmConfig:
     platforms: dict[str, PlatformInfo]
     split_compile: SplitCompile | None = None
     python_groups: PythonGroups | None = None  # None: every build is a job of its own
+    pool: Pool
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -260,6 +260,12 @@ class Model:
         self.max_output_bytes = 0
         self.artifact_requests = 0  # REST calls the artifact actions made with a token
         self.deployed: list[Path] = []
+        self.deployed_at: list[float] = []  # the clock at each deploy of `deployed`
+        # runners busy while some job waits (queued, held by max-parallel, or a reusable
+        # workflow's call not yet started): their minutes, and the busy-runner minutes
+        self.waiting_minutes = 0.0
+        self.waiting_busy_minutes = 0.0
+        self._calling: dict[int, Node] = {}  # reusable-workflow jobs, by id, while open
         self.faults: dict[str, Any] = {}
         self.notes: list[str] = []  # what the actions reported as errors
         self.logs: dict[str, str] = {}  # the end of each failed job's log
@@ -418,6 +424,7 @@ class Model:
         while self._live and self._events[0][0] <= limit_minutes:
             when, _, action, timer = heapq.heappop(self._events)
             self._live -= not timer
+            self._count_waiting(when)
             self.now = max(self.now, when)
             action()
         if self._live:
@@ -425,6 +432,17 @@ class Model:
             return
         for inst in list(self.queue):
             self.hit("queue", inst, f"still queued after {self.now - inst.queued:.0f} min")
+
+    def _count_waiting(self, until: float) -> None:
+        """Add the busy runners up to `until` while anything waits to start."""
+        if until > self.now and (self.queue or any(n.pending for n in self._calling.values())):
+            self.waiting_minutes += until - self.now
+            self.waiting_busy_minutes += (until - self.now) * self.busy
+
+    @property
+    def busy_while_waiting(self) -> float:
+        """The mean of busy runners while some job waited (0 when none ever did)."""
+        return self.waiting_busy_minutes / self.waiting_minutes if self.waiting_minutes else 0.0
 
     def at(self, minutes: float, action: Callable[[], None], *, timer: bool = False) -> None:
         """Schedule `action`; a timer (a deadline, a schedule) fires only while something else
@@ -438,10 +456,12 @@ class Model:
         wake = inst.wake
         self.at(minutes, lambda: action() if inst.wake == wake else None)
 
-    def schedules(self) -> None:
-        """Fire every workflow's `on.schedule` cron lines on the model's clock (UTC, minute 0
-        is tests/actions/cron.EPOCH), from now on, while the model is busy."""
+    def schedules(self, *names: str) -> None:
+        """Fire these workflows' (by file name; all when none is named) `on.schedule` cron lines
+        on the model's clock (UTC, minute 0 is tests/actions/cron.EPOCH), while it is busy."""
         for wf in self.workflows():
+            if names and wf.path.name not in names:
+                continue
             for entry in sequence(wf.on.get("schedule")):
                 arm_cron(self, wf, str(mapping(entry)["cron"]))
 
@@ -517,6 +537,7 @@ class Model:
 
     def _call_next(self, run: Run, node: Node) -> None:
         """Start the next instances of a reusable-workflow job, up to its max-parallel."""
+        self._calling[id(node)] = node
         if run.cancelled and node.pending:
             node.results += ["cancelled"] * len(node.pending)
             node.pending = []
@@ -545,6 +566,7 @@ class Model:
         node.left = sum(1 for c in node.calls if _open(c)) + len(node.pending)
 
     def _close_call(self, run: Run, node: Node) -> None:
+        self._calling.pop(id(node), None)
         results = [n.result for c in node.calls for n in c.nodes.values()] + node.results
         outputs = {}
         on_call = mapping(node.calls[-1].workflow.on.get("workflow_call")) if node.calls else {}

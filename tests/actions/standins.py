@@ -337,6 +337,7 @@ def deploy_pages(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[
         model.faults["lose_deploys"] -= 1
         return _fail(model, inst, "deployment lost (simulated)")
     model.deployed.append(site[-1].files)
+    model.deployed_at.append(model.now)
     inst.action_outputs = {
         "page_url": f"https://{model.repository.split('/')[0]}.github.io/{model.repository.split('/')[1]}/"
     }

@@ -184,8 +184,17 @@ def test_a_schedule_fires_on_the_models_clock_while_it_is_busy(tmp_path: Path) -
     """
     model = model_of(tmp_path, ci=busy, pages=pages)
     model.now = 1000.0
-    model.schedules()
+    model.schedules("pages.yml")
     model.push_branch("main", ["x"])
     model.run_until_idle()
     # from 16:40 on day 0 for 20 hours: 04:17 on day 1 only; idle after it, nothing more
     assert [r.created for r in model.runs if r.event == "schedule"] == [1440 + 257]
+
+
+def test_the_shipped_pages_schedule_is_armed(tmp_path: Path) -> None:
+    from tests.roots import REPO
+
+    model = Model(REPO.path, tmp_path, standins())
+    model.schedules("pages.yml")
+    assert model._events  # a timer, for pages.yml's own cron line
+    assert not model._live  # which alone keeps nothing running

@@ -284,7 +284,7 @@ def _farm_wheels(dest: Path, count: int) -> list[Any]:
     builds = [b for b in expand(matrix).builds if b.package == "wheelfarm-demo"][:count]
     dest.mkdir()
     for b in builds:
-        farm_wheel(b, matrix.farm.platforms[b.platform].wheel_platform, dest)
+        farm_wheel(matrix, b, dest)
     return builds
 
 

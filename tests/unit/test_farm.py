@@ -33,7 +33,7 @@ def _demo(grid: tuple[Matrix, Expansion], dest: Path, n: int = 0) -> Path:
         if b.package == "wheelfarm-demo" and b.platform == "linux_x86_64"
     ]
     build = builds[n]
-    return farm_wheel(build, matrix.farm.platforms[build.platform].wheel_platform, dest)
+    return farm_wheel(matrix, build, dest, expansion=expansion)
 
 
 def test_failed_artifacts_are_counted_and_nothing_published(

@@ -17,7 +17,7 @@ from wheelfarm.core.errors import BuildError, ConfigError, VerifyError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.plan import explain, make_plan, table, to_json
+from wheelfarm.matrix.plan import Filters, explain, make_plan, table, to_json
 
 from .conftest import package_yaml
 
@@ -52,13 +52,34 @@ def test_each_build_requires_the_build_of_its_own_cell(matrix_dir: MakeRoot) -> 
     assert all(not x.requires for x in e.builds if x.package == "base")
 
 
+def test_a_consumer_builds_in_its_producers_shard_right_after_it(matrix_dir: MakeRoot) -> None:
+    """One run builds both: the consumer's job follows its producer's in one lane and takes its
+    wheels from the shard's artifacts (docs/adr/0017-one-pool.md)."""
+    m = load_matrix(_root(matrix_dir, USER))
+    cold = make_plan(m, expand(m))
+    assert {b.package for b in cold.todo} == {"base", "user"}
+    assert not cold.deferred
+    for shard in cold.shards:
+        for i, g in enumerate(shard.groups):
+            after = cold.placed[g.id].after
+            assert bool(after) == g.id.startswith("user-")
+            if after:  # right after its producer, same CUDA, torch and platform
+                assert shard.groups[i - 1].id == after == g.id.replace("user-", "base-")
+    cell = "user-1.0.0-cu130-torch2.14-cp312-linux_x86_64"
+    assert "; after base-1.0.0-cu130torch2.14-linux_x86_64, whose wheels it imports" in explain(
+        cold, cell
+    )
+
+
 def test_the_plan_defers_a_build_until_its_required_wheel_is_published(
     matrix_dir: MakeRoot,
 ) -> None:
+    """A producer this run does not build (filtered out here): the consumer waits for a run
+    after the producer's wheels are released."""
     m = load_matrix(_root(matrix_dir, USER))
     e = expand(m)
-    cold = make_plan(m, e)
-    assert {b.package for b in cold.todo} == {"base"}
+    cold = make_plan(m, e, filters=Filters(package=("user",)))
+    assert not cold.todo
     assert len(cold.deferred) == 10
     wanted = "user-1.0.0-cu130torch2.14-cp312-linux_x86_64"
     assert cold.deferred[wanted] == ("base-1.0.0-cu130torch2.14-cp312-linux_x86_64",)
@@ -68,7 +89,8 @@ def test_the_plan_defers_a_build_until_its_required_wheel_is_published(
     cell = "user-1.0.0-cu130-torch2.14-cp312-linux_x86_64"
     assert "deferred: " + wanted in explain(cold, cell)
     # the next run: base is released, so user is built
-    warm = make_plan(m, e, existing={b.id for b in cold.todo})
+    base = {b.id for b in make_plan(m, e, filters=Filters(package=("base",))).todo}
+    warm = make_plan(m, e, existing=base)
     assert {b.package for b in warm.todo} == {"user"}
     assert not warm.deferred
     assert not [w for w in warm.warnings if "deferred" in w]
