@@ -24,7 +24,7 @@ from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.steps import Steps
 from wheelfarm.builder.target import FarmWheel, Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
-from wheelfarm.core import record
+from wheelfarm.core import buildlog, record
 from wheelfarm.core.errors import (
     BuildError,
     ConfigError,
@@ -282,10 +282,16 @@ def check_import(
     try:
         call([py, "-c", IMPORT_PROGRAM, *first, *imports], env=env, log=log)
     except BuildError as exc:
-        raise VerifyError(
-            wheel.name,
-            [f"import of {', '.join(imports)} failed in a fresh venv with its torch; log: {log}"],
-        ) from exc
+        raise VerifyError(wheel.name, [import_failure(imports, log)]) from exc
+
+
+def import_failure(imports: tuple[str, ...], log: Path) -> str:
+    """The failed import's line: the exception the child died of (its traceback's last line)."""
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    died = buildlog.exception(lines) or "no traceback: the interpreter crashed or exited"
+    return (
+        f"import of {', '.join(imports)} failed in a fresh venv with its torch: {died}; log: {log}"
+    )
 
 
 def torch_pin(torch_env: envs.TorchEnv, constraints: Path) -> tuple[str, ...]:

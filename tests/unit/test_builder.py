@@ -17,7 +17,7 @@ from wheelfarm.builder.provenance import set_by_build
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.target import resolve
 from wheelfarm.builder.verify import Expectation, verify_static
-from wheelfarm.core.errors import BuildError, PlanError, ToolchainError
+from wheelfarm.core.errors import BuildError, PlanError, ToolchainError, VerifyError
 from wheelfarm.core.wheelfile import metadata, record_problems, write_wheel
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
@@ -297,3 +297,42 @@ def test_windows_builds_get_compat_yamls_nvcc_flags_for_their_cuda(
     if flags:
         before = {"NVCC_APPEND_FLAGS": "-DX"}
         assert msvc_nvcc_flags(target, before) == {"NVCC_APPEND_FLAGS": f"-DX {flags}"}
+
+
+@pytest.mark.parametrize(
+    ("child", "named"),
+    [
+        (
+            (
+                'Traceback (most recent call last):\n  File "<string>", line 3, in <module>\n'
+                "    importlib.import_module(name)\n    ^^^^^^\n"
+                "ImportError: libcudart.so.13: cannot open shared object file\n"
+            ),
+            "ImportError: libcudart.so.13: cannot open shared object file",
+        ),
+        ("", "no traceback: the interpreter crashed or exited"),
+    ],
+)
+def test_a_failed_import_check_names_the_exception(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, child: str, named: str
+) -> None:
+    """After an 11-minute compile the line must say why the import failed, not only that it did."""
+    from wheelfarm.builder import build, envs
+
+    log = tmp_path / "7-verify.log"
+
+    def dies(cmd: list[object], **k: object) -> None:
+        log.write_text(f"+ python -c ...\n{child}")
+        msg = "command failed with exit code 1"
+        raise BuildError(msg)
+
+    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
+    monkeypatch.setattr(envs, "pip_install", lambda *a, **k: None)
+    monkeypatch.setattr(build, "call", dies)
+    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})
+    wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
+    with pytest.raises(VerifyError) as caught:
+        build.check_import(wheel, ("pkg._C",), None, tmp_path / "venv", python="python3", log=log)
+    assert caught.value.problems == [
+        f"import of pkg._C failed in a fresh venv with its torch: {named}; log: {log}"
+    ]

@@ -71,3 +71,19 @@ def test_any_log_gives_one_short_line_or_none(lines: list[str]) -> None:
     found = buildlog.cause(lines)
     assert found is None or ("\n" not in found and len(found) <= buildlog.WIDTH)
     assert len(buildlog.around(lines)) <= buildlog.CONTEXT
+
+
+def test_the_exception_is_the_last_tracebacks_last_line() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "<string>", line 1, in <module>',
+        "RuntimeError: first",
+        "+ python -c ...",
+        "Traceback (most recent call last):",
+        '  File "x.py", line 2, in <module>',
+        "    import pkg._C",
+        "    ^^^^^^^^^^^^^",
+        "OSError: pkg/_C.so: undefined symbol: _ZN3c10",
+    ]
+    assert buildlog.exception(lines) == "OSError: pkg/_C.so: undefined symbol: _ZN3c10"
+    assert buildlog.exception(lines[3:4]) is None

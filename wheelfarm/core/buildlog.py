@@ -59,3 +59,17 @@ def around(lines: Sequence[str]) -> list[str]:
 def is_caret(line: str) -> bool:
     """Whether `line` is a compiler's caret/tilde marker line, which says nothing on its own."""
     return bool(_CARET.match(line)) and bool(line.strip())
+
+
+def exception(lines: Sequence[str]) -> str | None:
+    """The exception a Python child died of (`Type: message`, its traceback's last line) from
+    the log's last traceback, or None when the log holds none."""
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call")]
+    if not starts:
+        return None
+    tail = [ln.strip() for ln in lines[starts[-1] + 1 :] if ln.strip()]
+    body = [ln for ln in tail if not ln.startswith(("File ", "+ ", "^", "~"))]
+    if not body:
+        return None
+    text = " ".join(body[-1].split())
+    return text if len(text) <= WIDTH else text[: WIDTH - 3] + "..."
