@@ -251,14 +251,16 @@ def check_import(
     requires: tuple[str, ...] = (),
     farm: tuple[FarmWheel, ...] = (),
     farm_source: str | Path = "",
+    gpu_imports: tuple[str, ...] = (),
 ) -> None:
     """Install the wheel into a fresh venv beside the target's torch (none for a torch-free
     wheel), with the package's `import_requires` from the default index (and the torch index,
     with torch held at the env's own build: nunchaku's torchvision) and its
     `farm_requires` from `farm_source`, and import its modules (after torch, which loads the
     libraries a torch extension needs). A wheel that links the GPU driver imports against a
-    stub where this machine has none (driver.py)."""
-    bad = [m for m in imports if module_problem(m)]
+    stub where this machine has none (driver.py). `gpu_imports` (import_gpu) are imported too
+    where the real driver loads, and skipped with a line saying so where it does not."""
+    bad = [m for m in (*imports, *gpu_imports) if module_problem(m)]
     if bad:  # before any venv is made or program run: the names are data from a package file
         raise ConfigError(
             [f"import: {bad[0]!r} is not a dotted module name: fix the package's import list"]
@@ -279,6 +281,13 @@ def check_import(
         install_farm_wheel(py, required, farm_source, log=log, for_wheel=wheel.name)
     envs.pip_install(py, "--no-deps", "--no-index", wheel, log=log)
     first = ("torch",) if torch_env is not None else ()
+    if gpu_imports and not driver.driver_loads():
+        logger.info(
+            "import check: skipped %s (import_gpu): they need a GPU, and this builder has none",
+            ", ".join(gpu_imports),
+        )
+    elif gpu_imports:
+        imports = (*imports, *gpu_imports)
     try:
         call([py, "-c", IMPORT_PROGRAM, *first, *imports], env=env, log=log)
     except BuildError as exc:
@@ -379,6 +388,7 @@ def verify_wheel(
             log=log,
             requires=target.package.import_requires,
             farm=target.farm_requires,
+            gpu_imports=target.package.imports_gpu,
             farm_source=farm_wheels or wheel.parent,
         )
         shutil.rmtree(work, ignore_errors=True)
@@ -545,5 +555,6 @@ def _import_checked(
         log=log,
         requires=target.package.import_requires,
         farm=target.farm_requires,
+        gpu_imports=target.package.imports_gpu,
         farm_source=opts.farm_wheels or opts.out_dir,
     )

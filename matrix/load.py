@@ -221,12 +221,20 @@ def _data_checks(f: Document, data: dict[str, Any]) -> None:
                     f"{clip(req)} is {problem}: give a name with an optional version, e.g. "
                     f"'numpy>=1.26'",
                 )
-    for i, module in enumerate(data["import"]):
-        if problem := module_problem(module):
+    for key in ("import", "import_gpu"):
+        for i, module in enumerate(data.get(key, [])):
+            if problem := module_problem(module):
+                f.add(
+                    [key, i],
+                    f"{clip(module)} is {problem}: give the module to import, e.g. 'flash_attn' "
+                    f"or 'torch_scatter.scatter'",
+                )
+    for i, module in enumerate(data.get("import_gpu", [])):
+        if module in data["import"]:
             f.add(
-                ["import", i],
-                f"{clip(module)} is {problem}: give the module to import, e.g. 'flash_attn' "
-                f"or 'torch_scatter.scatter'",
+                ["import_gpu", i],
+                f"{clip(module)} is in both import and import_gpu: keep it in import_gpu if it "
+                f"needs a GPU to import, else in import",
             )
 
 
@@ -333,6 +341,7 @@ def _package(
         platforms=tuple(constraints.get("platforms", NAMES)),
         exclusions=tuple(exclusions),
         imports=tuple(data["import"]),
+        imports_gpu=tuple(data.get("import_gpu", [])),
         import_requires=tuple(data.get("import_requires", [])),
         vendor_allow=tuple(data.get("vendor_allow", [])),
         build_minutes_per_arch=float(data.get("build_minutes_per_arch", 10.0)),

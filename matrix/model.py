@@ -292,6 +292,7 @@ class Package:
     platforms: tuple[str, ...] = NAMES
     exclusions: tuple[Exclusion, ...] = ()
     imports: tuple[str, ...] = ()
+    imports_gpu: tuple[str, ...] = ()  # modules that import only where a GPU is
     import_requires: tuple[str, ...] = ()
     import_with_torch: bool = False  # torch-free binaries, Python that imports torch
     farm_requires: tuple[NormalizedName, ...] = ()  # farm packages its modules import

@@ -336,3 +336,31 @@ def test_a_failed_import_check_names_the_exception(
     assert caught.value.problems == [
         f"import of pkg._C failed in a fresh venv with its torch: {named}; log: {log}"
     ]
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+def test_import_gpu_modules_are_imported_only_where_a_gpu_is(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    gpu: bool,
+) -> None:
+    """A module that asks for the GPU at import is checked on a GPU builder, and a GPU-less
+    builder says it skipped it instead of failing or dropping it silently."""
+    from wheelfarm.builder import build, envs
+
+    codes: list[list[object]] = []
+    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
+    monkeypatch.setattr(envs, "pip_install", lambda *a, **k: None)
+    monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[3:]))
+    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})
+    monkeypatch.setattr(build.driver, "driver_loads", lambda: gpu)
+    wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
+    caplog.set_level("INFO")
+    build.check_import(
+        wheel, ("pkg",), None, tmp_path / "venv",
+        python="python3", log=tmp_path / "log", gpu_imports=("pkg.cuda_ops",),
+    )  # fmt: skip
+    assert codes == [["pkg", "pkg.cuda_ops"] if gpu else ["pkg"]]
+    skipped = "skipped pkg.cuda_ops (import_gpu): they need a GPU, and this builder has none"
+    assert (skipped in caplog.text) is not gpu

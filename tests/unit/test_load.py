@@ -177,3 +177,22 @@ def test_import_requires_entry_must_be_a_requirement(matrix_dir: Callable[..., P
     bad = package_yaml("other") + "import_requires: [numpy, 'scipy >>= 1']\n"
     with pytest.raises(ConfigError, match=r"import_requires\[1\]: 'scipy >>= 1' is not a PEP 508"):
         load_matrix(matrix_dir({"other": bad}))
+
+
+def test_import_gpu_lists_the_modules_that_need_a_gpu(matrix_dir: Callable[..., Path]) -> None:
+    text = package_yaml("pkg", extra="import_gpu: [pkg.cuda_ops]\n")
+    (pkg,) = load_matrix(matrix_dir({"pkg": text})).packages
+    assert (pkg.imports, pkg.imports_gpu) == (("pkg",), ("pkg.cuda_ops",))
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("[pkg]", r"import_gpu\[0\]: 'pkg' is in both import and import_gpu"),
+        ("['os; x']", r"import_gpu\[0\]: 'os; x' "),
+    ],
+)
+def test_import_gpu_is_checked(matrix_dir: Callable[..., Path], value: str, error: str) -> None:
+    text = package_yaml("pkg", extra=f"import_gpu: {value}\n")
+    with pytest.raises(ConfigError, match=error):
+        load_matrix(matrix_dir({"pkg": text}))
