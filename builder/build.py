@@ -24,7 +24,7 @@ from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.steps import Steps
 from wheelfarm.builder.target import FarmWheel, Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
-from wheelfarm.core import buildlog, record
+from wheelfarm.core import loadcheck, record
 from wheelfarm.core.errors import (
     BuildError,
     ConfigError,
@@ -33,7 +33,7 @@ from wheelfarm.core.errors import (
 )
 from wheelfarm.core.label import cuda_version
 from wheelfarm.core.platforms import os_of
-from wheelfarm.core.proc import call
+from wheelfarm.core.proc import CommandFailedError, call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 from wheelfarm.matrix.facts import load_facts
 from wheelfarm.matrix.load import module_problem
@@ -288,19 +288,28 @@ def check_import(
         )
     elif gpu_imports:
         imports = (*imports, *gpu_imports)
+    names = ", ".join(imports)
+    _checked(wheel, f"import of {names}", [IMPORT_PROGRAM, *first, *imports], py, env, log)
+    for member in loadcheck.extension_members(loadcheck.record_members(wheel)):
+        load = [loadcheck.LOAD_PROGRAM, first[0] if first else "", "", member]
+        _checked(wheel, f"loading {member}", load, py, env, log)
+
+
+def _checked(
+    wheel: Path, what: str, program: list[str], py: Path, env: dict[str, str], log: Path
+) -> None:
+    """Run one import-check child; its failure names the exception it died of (its
+    traceback's last line) or the signal that killed it."""
+    start = log.stat().st_size if log.exists() else 0
     try:
-        call([py, "-c", IMPORT_PROGRAM, *first, *imports], env=env, log=log)
-    except BuildError as exc:
-        raise VerifyError(wheel.name, [import_failure(imports, log)]) from exc
-
-
-def import_failure(imports: tuple[str, ...], log: Path) -> str:
-    """The failed import's line: the exception the child died of (its traceback's last line)."""
-    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
-    died = buildlog.exception(lines) or "no traceback: the interpreter crashed or exited"
-    return (
-        f"import of {', '.join(imports)} failed in a fresh venv with its torch: {died}; log: {log}"
-    )
+        call([py, "-c", *program], env=env, log=log)
+    except CommandFailedError as exc:
+        with log.open("rb") as fh:
+            fh.seek(start)
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+        why = loadcheck.died(exc.returncode, lines)
+        problem = f"{what} failed in a fresh venv with its torch: {why}; log: {log}"
+        raise VerifyError(wheel.name, [problem]) from exc
 
 
 def torch_pin(torch_env: envs.TorchEnv, constraints: Path) -> tuple[str, ...]:

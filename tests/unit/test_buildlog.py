@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wheelfarm.core import buildlog, proc
+from wheelfarm.core import buildlog, loadcheck, proc
 
 PIP_TAIL = [
     "  error: subprocess-exited-with-error",
@@ -87,3 +87,17 @@ def test_the_exception_is_the_last_tracebacks_last_line() -> None:
     ]
     assert buildlog.exception(lines) == "OSError: pkg/_C.so: undefined symbol: _ZN3c10"
     assert buildlog.exception(lines[3:4]) is None
+
+
+def test_a_child_killed_by_a_signal_names_it() -> None:
+    assert loadcheck.died(-7, []) == "crashed: killed by SIGBUS (signal 7)"
+    assert loadcheck.died(-11, ["Fatal Python error"]) == "crashed: killed by SIGSEGV (signal 11)"
+    assert loadcheck.died(1, ["Traceback (most recent call last):", "OSError: x"]) == "OSError: x"
+    assert loadcheck.died(3, ["bye"]) == "exited with code 3, no traceback"
+
+
+@given(st.lists(st.text(max_size=60), max_size=20))
+def test_extension_members_are_safe_relative_paths(names: list[str]) -> None:
+    for member in loadcheck.extension_members(names):
+        assert member.endswith((".so", ".pyd"))
+        assert not member.startswith("/") and ".." not in member.split("/")

@@ -22,6 +22,14 @@ from wheelfarm.core.errors import BuildError, ToolchainError
 logger = logging.getLogger(__name__)
 
 
+class CommandFailedError(BuildError):
+    """A command exited non-zero (or was killed: a negative `returncode`, the signal)."""
+
+    def __init__(self, message: str, returncode: int) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+
+
 def which(name: str, path: str | None = None) -> str:
     """Resolve `name` on PATH or raise a ToolchainError that says how to get it."""
     found = shutil.which(name, path=path)
@@ -131,7 +139,7 @@ def call(
         if out is not None:
             out.close()
     if proc.returncode != 0:
-        raise BuildError(_failure(argv[0], shown, proc.returncode, log))
+        raise CommandFailedError(_failure(argv[0], shown, proc.returncode, log), proc.returncode)
     return stdout if capture else ""
 
 
