@@ -116,6 +116,7 @@ def _versions(f: Document, items: list[dict[str, Any]], root: FarmRoot) -> list[
                 source=source,
                 patches=tuple(item.get("patches", [])),
                 yanked=item.get("yanked"),
+                allow_yanked=item.get("allow_yanked", False),
                 abi=_abi(f, item["abi"], ["versions", i, "abi"]) if "abi" in item else None,
                 build_minutes_per_arch=item.get("build_minutes_per_arch"),
             )

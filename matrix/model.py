@@ -242,6 +242,7 @@ class PackageVersion:
     source: Source
     patches: tuple[str, ...] = ()
     yanked: str | None = None
+    allow_yanked: bool = False  # build from an sdist its index has yanked (PEP 592)
     abi: Abi | None = None  # this version's own ABI, where it differs from the package's
     build_minutes_per_arch: float | None = None  # this version's own estimate; None: package's
 
