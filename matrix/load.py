@@ -343,6 +343,7 @@ def _package(
         exclusions=tuple(exclusions),
         imports=tuple(data["import"]),
         imports_gpu=tuple(data.get("import_gpu", [])),
+        built_on=dict(data.get("built_on", {})),
         import_requires=tuple(data.get("import_requires", [])),
         vendor_allow=tuple(data.get("vendor_allow", [])),
         build_minutes_per_arch=float(data.get("build_minutes_per_arch", 10.0)),
@@ -409,4 +410,21 @@ def load_matrix(root: FarmRoot) -> Matrix:
         facts=facts,
         packages=tuple(p for p in packages if p is not None),
         root=root,
+    )
+
+
+# Platforms where a package is planned on faith costs the most runner-hours: Windows and aarch64
+# builds fail in ways a Linux x86_64 build does not show (MSVC flags, the arm toolchain).
+UNPROVEN = ("win_amd64", "linux_aarch64")
+
+
+def unbuilt_platforms(package: Package) -> str | None:
+    """A warning naming the Windows and aarch64 platforms `package` plans with no build named
+    in its `built_on` (measured here or cited from upstream), or None: a package starts narrow."""
+    unbuilt = [p for p in UNPROVEN if p in package.platforms and p not in package.built_on]
+    if not unbuilt:
+        return None
+    return (
+        f"{package.file}: plans {' and '.join(unbuilt)} with no build named there (built_on): "
+        f"limit constraints.platforms to the platforms built, or cite each build in built_on"
     )

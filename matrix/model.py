@@ -294,6 +294,7 @@ class Package:
     exclusions: tuple[Exclusion, ...] = ()
     imports: tuple[str, ...] = ()
     imports_gpu: tuple[str, ...] = ()  # modules that import only where a GPU is
+    built_on: dict[str, str] = field(default_factory=dict)  # platform -> a build's citation
     import_requires: tuple[str, ...] = ()
     import_with_torch: bool = False  # torch-free binaries, Python that imports torch
     farm_requires: tuple[NormalizedName, ...] = ()  # farm packages its modules import
