@@ -20,8 +20,9 @@ from wheelfarm.core.wheelfile import dist_info
 
 EXTENSIONS = (".so", ".pyd")
 # argv: "torch" or "", the folder the wheel's members are in ("": the interpreter's platlib),
-# the member. An extension module is loaded through its spec (its PyInit runs, its parents are
-# not imported); a shared object that is no module (no PyInit) is loaded with ctypes.
+# the member. Its package is imported first where it can be (as a user's import does); the
+# extension module is then loaded through its spec (its PyInit runs; a module already loaded by
+# its package is the same one), and a shared object that is no module (no PyInit) with ctypes.
 LOAD_PROGRAM = """\
 import ctypes, importlib.util, os, sys, sysconfig
 first, base, member = sys.argv[1:4]
@@ -30,6 +31,11 @@ if first:
 path = os.path.join(base or sysconfig.get_paths()["platlib"], *member.split("/"))
 parts = member.split("/")
 name = ".".join([*parts[:-1], parts[-1].split(".")[0]])
+if len(parts) > 1 and all(p.isidentifier() for p in parts[:-1]):
+    try:  # its package first, as a user's import does (delvewheel's DLL folders on Windows)
+        importlib.import_module(".".join(parts[:-1]))
+    except Exception:
+        pass  # a package that needs a GPU at import: its binary is still loaded on its own
 spec = importlib.util.spec_from_file_location(name, path)
 if spec is None:
     ctypes.CDLL(path)
