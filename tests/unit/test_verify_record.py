@@ -90,3 +90,15 @@ def test_a_build_id_is_verified_with_the_archs_its_record_says(
         capsys.readouterr().err
     )
     assert [t.build.archs.torch for t in verified] == ["9.0"]
+
+
+def test_local_without_package_finds_a_per_cuda_distribution(
+    tmp_path: Path, verified: list[Target], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """spconv's wheels are named spconv_cu130: the package is spconv."""
+    wheel = tmp_path / "spconv_cu130-2.3.8+cu130-cp312-cp312-linux_x86_64.whl"
+    wheel.write_bytes(b"")
+    flags = ["--cuda", "cu130", "--python", "3.12", "--platform", "linux_x86_64"]
+    code = main(["verify", str(wheel), "--local", *flags, "--root", str(REPO.path)])
+    assert code == 0, capsys.readouterr().err
+    assert [t.build.package for t in verified] == ["spconv"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from wheelfarm.builder.target import Target
     from wheelfarm.core.record import BuildRecord
     from wheelfarm.farm import TargetQuery
+    from wheelfarm.matrix.model import Matrix
 
 
 def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
@@ -54,7 +56,7 @@ def execute(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     matrix, expansion = common.grid(args)
     built = _record_at_hand(wheel)
-    query = _query(args, wheel, built)
+    query = _query(args, wheel, built, matrix)
     target = choose_target(matrix, expansion, query)
     if built is not None:
         if query.build_id and not query.archs and built.target.archs:
@@ -86,7 +88,9 @@ def _record_at_hand(wheel: Path) -> BuildRecord | None:
     return None
 
 
-def _query(args: argparse.Namespace, wheel: Path, built: BuildRecord | None) -> TargetQuery:
+def _query(
+    args: argparse.Namespace, wheel: Path, built: BuildRecord | None, matrix: Matrix
+) -> TargetQuery:
     """The flags' target, its gaps filled from the build record (what was built), or, for
     `--local` without `--package` and no record, the project from the wheel's name."""
     from packaging.utils import parse_wheel_filename
@@ -107,8 +111,24 @@ def _query(args: argparse.Namespace, wheel: Path, built: BuildRecord | None) -> 
             archs=query.archs or t.archs,
         )
     if query.local and not query.package and not query.build_id:
-        return dataclasses.replace(query, package=parse_wheel_filename(wheel.name)[0])
+        project = parse_wheel_filename(wheel.name)[0]
+        return dataclasses.replace(query, package=_package_named(matrix, project))
     return query
+
+
+def _package_named(matrix: Matrix, project: str) -> str:
+    """The package whose wheels are named `project`: its name, or its per-CUDA `distribution`
+    (spconv_cu130 is spconv's); the project itself when none is (the planner names it)."""
+    from packaging.utils import canonicalize_name
+
+    from wheelfarm.matrix.model import DIST_PLACEHOLDER
+
+    for package in matrix.packages:
+        pieces = (package.distribution or package.name).split(DIST_PLACEHOLDER)
+        pattern = "cu[0-9]+".join(re.escape(canonicalize_name(p)) if p else "" for p in pieces)
+        if re.fullmatch(pattern, project, re.IGNORECASE):
+            return package.name
+    return project
 
 
 def _built_archs(target: Target, archs: str) -> Target:
