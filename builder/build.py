@@ -25,7 +25,7 @@ from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.steps import Steps
 from wheelfarm.builder.target import FarmWheel, Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
-from wheelfarm.core import record
+from wheelfarm.core import loadcheck, record
 from wheelfarm.core.errors import (
     BuildError,
     ConfigError,
@@ -35,7 +35,7 @@ from wheelfarm.core.errors import (
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.label import cuda_version
 from wheelfarm.core.platforms import os_of
-from wheelfarm.core.proc import call
+from wheelfarm.core.proc import CommandFailedError, call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 from wheelfarm.core.wheelname import build_id_or_none
 from wheelfarm.matrix.facts import load_facts
@@ -278,14 +278,16 @@ def check_import(
     requires: tuple[str, ...] = (),
     farm: tuple[FarmWheel, ...] = (),
     farm_source: str | Path = "",
+    gpu_imports: tuple[str, ...] = (),
 ) -> None:
     """Install the wheel into a fresh venv beside the target's torch (none for a torch-free
     wheel), with the package's `import_requires` from the default index (and the torch index,
     with torch held at the env's own build: nunchaku's torchvision) and its
     `farm_requires` from `farm_source`, and import its modules (after torch, which loads the
     libraries a torch extension needs). A wheel that links the GPU driver imports against a
-    stub where this machine has none (driver.py)."""
-    bad = [m for m in imports if module_problem(m)]
+    stub where this machine has none (driver.py). `gpu_imports` (import_gpu) are imported too
+    where the real driver loads, and skipped with a line saying so where it does not."""
+    bad = [m for m in (*imports, *gpu_imports) if module_problem(m)]
     if bad:  # before any venv is made or program run: the names are data from a package file
         raise ConfigError(
             [f"import: {bad[0]!r} is not a dotted module name: fix the package's import list"]
@@ -306,13 +308,35 @@ def check_import(
         install_farm_wheel(py, required, farm_source, log=log, for_wheel=wheel.name)
     envs.pip_install(py, "--no-deps", "--no-index", wheel, log=log)
     first = ("torch",) if torch_env is not None else ()
+    if gpu_imports and not driver.driver_loads():
+        logger.info(
+            "import check: skipped %s (import_gpu): they need a GPU, and this builder has none",
+            ", ".join(gpu_imports),
+        )
+    elif gpu_imports:
+        imports = (*imports, *gpu_imports)
+    names = ", ".join(imports)
+    _checked(wheel, f"import of {names}", [IMPORT_PROGRAM, *first, *imports], py, env, log)
+    for member in loadcheck.extension_members(loadcheck.record_members(wheel)):
+        load = [loadcheck.LOAD_PROGRAM, first[0] if first else "", "", member]
+        _checked(wheel, f"loading {member}", load, py, env, log)
+
+
+def _checked(
+    wheel: Path, what: str, program: list[str], py: Path, env: dict[str, str], log: Path
+) -> None:
+    """Run one import-check child; its failure names the exception it died of (its
+    traceback's last line) or the signal that killed it."""
+    start = log.stat().st_size if log.exists() else 0
     try:
-        call([py, "-c", IMPORT_PROGRAM, *first, *imports], env=env, log=log)
-    except BuildError as exc:
-        raise VerifyError(
-            wheel.name,
-            [f"import of {', '.join(imports)} failed in a fresh venv with its torch; log: {log}"],
-        ) from exc
+        call([py, "-c", *program], env=env, log=log)
+    except CommandFailedError as exc:
+        with log.open("rb") as fh:
+            fh.seek(start)
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+        why = loadcheck.died(exc.returncode, lines)
+        problem = f"{what} failed in a fresh venv with its torch: {why}; log: {log}"
+        raise VerifyError(wheel.name, [problem]) from exc
 
 
 def torch_pin(torch_env: envs.TorchEnv, constraints: Path) -> tuple[str, ...]:
@@ -463,6 +487,7 @@ def verify_wheel(
             log=log,
             requires=target.package.import_requires,
             farm=target.farm_requires,
+            gpu_imports=target.package.imports_gpu,
             farm_source=farm_wheels or wheel.parent,
         )
         shutil.rmtree(work, ignore_errors=True)
@@ -629,5 +654,6 @@ def _import_checked(
         log=log,
         requires=target.package.import_requires,
         farm=target.farm_requires,
+        gpu_imports=target.package.imports_gpu,
         farm_source=opts.farm_wheels or opts.out_dir,
     )

@@ -121,6 +121,7 @@ def _versions(f: Document, items: list[dict[str, Any]], root: FarmRoot) -> list[
                 source=source,
                 patches=tuple(item.get("patches", [])),
                 yanked=item.get("yanked"),
+                allow_yanked=item.get("allow_yanked", False),
                 abi=_abi(f, item["abi"], ["versions", i, "abi"]) if "abi" in item else None,
                 build_minutes_per_arch=item.get("build_minutes_per_arch"),
             )
@@ -228,12 +229,20 @@ def _data_checks(f: Document, data: dict[str, Any]) -> None:
                     f"{clip(req)} is {problem}: give a name with an optional version, e.g. "
                     f"'numpy>=1.26'",
                 )
-    for i, module in enumerate(data["import"]):
-        if problem := module_problem(module):
+    for key in ("import", "import_gpu"):
+        for i, module in enumerate(data.get(key, [])):
+            if problem := module_problem(module):
+                f.add(
+                    [key, i],
+                    f"{clip(module)} is {problem}: give the module to import, e.g. 'flash_attn' "
+                    f"or 'torch_scatter.scatter'",
+                )
+    for i, module in enumerate(data.get("import_gpu", [])):
+        if module in data["import"]:
             f.add(
-                ["import", i],
-                f"{clip(module)} is {problem}: give the module to import, e.g. 'flash_attn' "
-                f"or 'torch_scatter.scatter'",
+                ["import_gpu", i],
+                f"{clip(module)} is in both import and import_gpu: keep it in import_gpu if it "
+                f"needs a GPU to import, else in import",
             )
 
 
@@ -340,6 +349,8 @@ def _package(
         platforms=tuple(constraints.get("platforms", NAMES)),
         exclusions=tuple(exclusions),
         imports=tuple(data["import"]),
+        imports_gpu=tuple(data.get("import_gpu", [])),
+        built_on=dict(data.get("built_on", {})),
         import_requires=tuple(data.get("import_requires", [])),
         vendor_allow=tuple(data.get("vendor_allow", [])),
         build_minutes_per_arch=float(data.get("build_minutes_per_arch", 10.0)),
@@ -434,4 +445,21 @@ def load_matrix(root: FarmRoot) -> Matrix:
         facts=facts,
         packages=tuple(p for p in packages if p is not None),
         root=root,
+    )
+
+
+# Platforms where a package is planned on faith costs the most runner-hours: Windows and aarch64
+# builds fail in ways a Linux x86_64 build does not show (MSVC flags, the arm toolchain).
+UNPROVEN = ("win_amd64", "linux_aarch64")
+
+
+def unbuilt_platforms(package: Package) -> str | None:
+    """A warning naming the Windows and aarch64 platforms `package` plans with no build named
+    in its `built_on` (measured here or cited from upstream), or None: a package starts narrow."""
+    unbuilt = [p for p in UNPROVEN if p in package.platforms and p not in package.built_on]
+    if not unbuilt:
+        return None
+    return (
+        f"{package.file}: plans {' and '.join(unbuilt)} with no build named there (built_on): "
+        f"limit constraints.platforms to the platforms built, or cite each build in built_on"
     )

@@ -273,6 +273,7 @@ class PackageVersion:
     source: Source
     patches: tuple[str, ...] = ()
     yanked: str | None = None
+    allow_yanked: bool = False  # build from an sdist its index has yanked (PEP 592)
     abi: Abi | None = None  # this version's own ABI, where it differs from the package's
     build_minutes_per_arch: float | None = None  # this version's own estimate; None: package's
 
@@ -323,6 +324,8 @@ class Package:
     platforms: tuple[str, ...] = NAMES
     exclusions: tuple[Exclusion, ...] = ()
     imports: tuple[str, ...] = ()
+    imports_gpu: tuple[str, ...] = ()  # modules that import only where a GPU is
+    built_on: dict[str, str] = field(default_factory=dict)  # platform -> a build's citation
     import_requires: tuple[str, ...] = ()
     import_with_torch: bool = False  # torch-free binaries, Python that imports torch
     farm_requires: tuple[NormalizedName, ...] = ()  # farm packages its modules import

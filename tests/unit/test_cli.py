@@ -26,7 +26,7 @@ CASES = {
     "build": (["build", "--local", "--nope"], ["build", "--local", "--root", MISSING]),
     "farm": (["farm", "--store"], ["farm", "--root", MISSING]),
     "verify": (["verify"], ["verify", f"{MISSING}.whl", "--local"]),
-    "index": (["index"], ["index", "--wheelhouse", MISSING]),
+    "index": (["index", "--wheelhouse"], ["index", "--wheelhouse", MISSING]),
     "publish": (["publish", "x", "--repo"], ["publish", MISSING, "--repo", "octo/farm"]),
     "coverage": (["coverage", "--write-docs=yes"], ["coverage", "--existing", MISSING]),
     "toolkit": (
