@@ -137,20 +137,28 @@ def cut_shards(
     pool: Pool,
     max_jobs: int,
     after: dict[str, str],
+    tiers: dict[str, int],
 ) -> list[list[G]]:
-    """The ordered groups in shards of at most `shard_hours` of work (more where the run would
-    pass MAX_SHARDS; a longer group is a shard of its own), each at most `max_jobs` jobs; a
-    consumer stays in its producer's shard."""
-    total = sum(minutes(g) for g in ordered)
-    target = max(pool.shard_hours * 60, total / MAX_SHARDS)
-    while len(shards := _packed(ordered, minutes, jobs, target, max_jobs, after)) > MAX_SHARDS:
-        if target > total:  # the job limit cuts them, not the hours
+    """The ordered groups in shards of one tier each, each at most `max_jobs` jobs. Tier 1's
+    shards hold its work spread over every lane (at most `shard_hours`), so that it all starts
+    at once; later tiers' hold `shard_hours`, more where the run would pass MAX_SHARDS. A
+    longer group is a shard of its own; a consumer stays in its producer's shard."""
+    totals: dict[int, float] = {}
+    for g in ordered:
+        totals[tiers[g.id]] = totals.get(tiers[g.id], 0.0) + minutes(g)
+    hours = pool.shard_hours * 60
+    targets = {t: min(hours, max(60.0, total / pool.lanes)) for t, total in totals.items()}
+    targets = {t: hours if t > 1 else v for t, v in targets.items()}
+    while len(shards := _packed(ordered, minutes, jobs, targets, tiers, max_jobs, after)) > (
+        MAX_SHARDS
+    ):
+        if max(targets.values()) > sum(totals.values()):  # the job limit cuts them, not hours
             msg = (
                 f"the run needs {len(shards)} shards of at most {max_jobs} jobs, over GitHub's "
                 f"{MAX_SHARDS} matrix entries: raise max_jobs_per_shard in farm.yaml or narrow it"
             )
             raise PlanError(msg)
-        target *= 1.25
+        targets = {t: v * 1.25 if t > 1 or len(targets) == 1 else v for t, v in targets.items()}
     return shards
 
 
@@ -158,7 +166,8 @@ def _packed(
     ordered: Sequence[G],
     minutes: Callable[[G], float],
     jobs: Callable[[G], int],
-    target: float,
+    targets: dict[int, float],
+    tiers: dict[str, int],
     max_jobs: int,
     after: dict[str, str],
 ) -> list[list[G]]:
@@ -166,8 +175,9 @@ def _packed(
     held = count = 0.0
     for g in ordered:
         chained = g.id in after and shards and any(p.id == after[g.id] for p in shards[-1])
-        full = held > 0 and (held + minutes(g) > target or count + jobs(g) > max_jobs)
-        if not shards or (full and not chained):
+        tier = tiers[g.id]
+        full = held > 0 and (held + minutes(g) > targets[tier] or count + jobs(g) > max_jobs)
+        if not shards or (not chained and (full or tiers[shards[-1][0].id] != tier)):
             shards.append([])
             held = count = 0.0
         shards[-1].append(g)
@@ -203,9 +213,17 @@ def place(
     pool = matrix.farm.pool
     after = consumers(groups)
     ranked = order(groups, matrix, minutes, after)
-    shards = cut_shards(ranked, minutes, jobs, pool, max_jobs, after)
+    tiers = {g.id: min(tier_of(b, matrix) for b in g.builds) for g in groups}
+    shards = cut_shards(ranked, minutes, jobs, pool, max_jobs, after, tiers)
+    # on its lane a whole group's job also sets up (toolkit, torch env, source), which a split
+    # group's estimate already counts for each of its jobs (split_compile.job_overhead_minutes)
+    setup = matrix.farm.split_compile.job_overhead_minutes if matrix.farm.split_compile else 0.0
+
+    def lane_minutes(g: G) -> float:
+        return minutes(g) + (setup if jobs(g) == 1 else 0.0)
+
     times = simulate(
-        [sum(minutes(g) for g in s) + SHARD_OVERHEAD_MINUTES for s in shards], pool.lanes
+        [sum(lane_minutes(g) for g in s) + SHARD_OVERHEAD_MINUTES for s in shards], pool.lanes
     )
     # the first shard to end past the limit goes, and every shard after it: the order is the
     # priority (the first shard always stays, or nothing would ever be built)
@@ -217,7 +235,7 @@ def place(
         for g in shard:
             number += 1
             placed[g.id] = Placed(
-                tier=min(tier_of(b, matrix) for b in g.builds),
+                tier=tiers[g.id],
                 place=number,
                 shard=i + 1,
                 after=after.get(g.id, ""),

@@ -267,7 +267,8 @@ def test_an_output_past_64_kb_is_refused_in_the_plan_job() -> None:
     m = load_matrix(REPO)
     pool = dataclasses.replace(m.farm.pool, shard_hours=10_000.0)  # one shard of 256 jobs
     m = dataclasses.replace(m, farm=dataclasses.replace(m.farm, pool=pool))
-    plan = make_plan(m, expand(m), filters=Filters(platform=("linux_x86_64",)), max_jobs=256)
+    linux = Filters(platform=("linux_x86_64",))
+    plan = make_plan(m, expand(m), filters=linux, max_jobs=256, one_run=False)
     with pytest.raises(
         PlanError, match=r"output 'include' is [\d,]+ bytes .* lower max_jobs_per_shard"
     ):
