@@ -49,7 +49,7 @@ def peak_publish_rss(tmp: Path, big_mb: int) -> float:
     house.mkdir()
     payload = big_mb * 1024**2
     for b in builds:
-        farm_wheel(b, matrix.farm.platforms[b.platform].wheel_platform, house, payload=payload)
+        farm_wheel(matrix, b, house, payload=payload)
     with fake_github(FakeGitHub(scale=SCALE)) as gh:
         measured = subprocess.run(
             [sys.executable, "-c", MEASURE, Path(sys.executable).parent / "wheelfarm", "publish",

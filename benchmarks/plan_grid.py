@@ -82,7 +82,9 @@ def main() -> None:
         expanded = time.perf_counter()
         plan = make_plan(matrix, expansion, filters=Filters())
         farm = matrix.farm  # what `plan --format github` writes: the plan file and the outputs
-        plan_document(plan, farm.hosted_job_limit_minutes, farm.publish_batch_wheels)
+        plan_document(
+            plan, farm.hosted_job_limit_minutes, farm.publish_batch_wheels, farm.platforms
+        )
         github_outputs(plan)
         done = time.perf_counter()
     print(f"packages: {len(matrix.packages)} (2 versions each)")

@@ -46,9 +46,10 @@ _ENTRY_MIN = _SM_OFFSET + _ENTRY_SM.size  # an entry header reaches at least pas
 _ENTRY_FLAGS = struct.Struct("<Q")
 _FLAGS_OFFSET = 40  # an older, shorter entry header has no flags: a plain target
 # The variant bits of an entry's flags, as nvcc 13.0 writes them and cuobjdump reads them.
-_VARIANTS = ((0x100000, "a"), (0x200000, "f"))
+VARIANT_BITS = ((0x100000, "a"), (0x200000, "f"))
 
 _ELF32_HEADER, _ELF64_HEADER = 52, 64
+_IMPORT_DESCRIPTOR = 20  # IMAGE_IMPORT_DESCRIPTOR; the table ends with one of zeros
 _GLIBC = re.compile(r"GLIBC_([0-9]+)\.([0-9]+)(?:\.[0-9]+)*")
 _VERSION_RECORD = 16  # Elf_Verneed and Elf_Vernaux are 16 bytes in both ELF classes
 # pyelftools follows the offsets a file gives it; a hostile file can point them in a circle.
@@ -138,7 +139,7 @@ def _entries(blob: bytes, pos: int, end: int) -> Iterator[tuple[int, str]]:
         if header >= _FLAGS_OFFSET + _ENTRY_FLAGS.size:
             (flags,) = _ENTRY_FLAGS.unpack_from(blob, pos + _FLAGS_OFFSET)
         # both bits (no nvcc writes that): `a`, the narrower
-        variant = next((v for bit, v in _VARIANTS if flags & bit), "")
+        variant = next((v for bit, v in VARIANT_BITS if flags & bit), "")
         yield kind, f"sm_{sm}{variant}"
         pos = following
 
@@ -282,7 +283,10 @@ def _read_pe(data: bytes) -> BinaryInfo:
     pe.parse_data_directories(directories=[index], import_dllnames_only=True)
     needed = [bytes(entry.dll).decode() for entry in getattr(pe, "DIRECTORY_ENTRY_IMPORT", [])]
     directories = pe.OPTIONAL_HEADER.DATA_DIRECTORY
-    if not needed and index < len(directories) and directories[index].VirtualAddress:
+    rva = directories[index].VirtualAddress if index < len(directories) else 0
+    # mingw-w64's ld writes an import directory of only its null descriptor for a DLL that
+    # imports nothing: an empty table, not a corrupt one
+    if not needed and rva and pe.get_data(rva, _IMPORT_DESCRIPTOR) != bytes(_IMPORT_DESCRIPTOR):
         msg = "corrupt PE: the import directory could not be read"
         raise _CorruptBinaryError(msg)
     return BinaryInfo(frozenset(cubins), frozenset(ptx), tuple(needed))
@@ -296,10 +300,12 @@ def is_binary(name: str) -> bool:
 
     >>> is_binary("pkg/_C.cpython-312-x86_64-linux-gnu.so"), is_binary("x.libs/libgomp.so.1")
     (True, True)
-    >>> is_binary("pkg/__init__.py")
-    False
+    >>> is_binary("pkg/__init__.py"), is_binary("pkg.libs/LIBZSTD.DLL")
+    (False, True)
+
+    Windows names are of any case: delvewheel vendors a DLL under the name it has on disk.
     """
-    return name.endswith(BINARY_SUFFIXES) or ".so." in name.rsplit("/", 1)[-1]
+    return name.lower().endswith(BINARY_SUFFIXES) or ".so." in name.rsplit("/", 1)[-1]
 
 
 def inspect_binary(data: bytes) -> BinaryInfo:

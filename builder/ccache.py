@@ -18,6 +18,7 @@ The wrappers themselves are each platform's `compiler_shims` (builder/platforms/
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -25,6 +26,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from wheelfarm.builder.envs import links_are_safe
 from wheelfarm.builder.platforms import BuildPlatform, current
 from wheelfarm.builder.platforms.common import Views
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
@@ -80,27 +82,39 @@ def compile_results(logfile: Path) -> list[Compile]:
 
 
 def header_view(folder: Path, view: Path) -> None:
-    """`view`: the same files as `folder` (hard links, copies across file systems). A torch
-    env's headers sit under `lib/pythonX.Y/site-packages`, and the compiler writes the path it
-    found a header at into its preprocessed output, which ccache hashes: through a view in the
-    work folder (CCACHE_BASEDIR, so ccache sees a relative path) a unit that never includes
-    Python.h hashes the same for every Python of its group (docs/adr/0016-python-groups.md)."""
-    shutil.rmtree(view, ignore_errors=True)
+    """`view`: the same files as `folder`, read-only. A torch env's headers sit under
+    `lib/pythonX.Y/site-packages`, and the compiler writes the path it found a header at into
+    its preprocessed output, which ccache hashes: through a view in the work folder
+    (CCACHE_BASEDIR, so ccache sees a relative path) a unit that never includes Python.h hashes
+    the same for every Python of its group (docs/adr/0016-python-groups.md).
+
+    GCC's #pragma once takes two headers of the same content and mtime for one file (torch has
+    such twins: c10/util/python_stub.h, torch/csrc/utils/python_stub.h), so each view file has
+    SOURCE_DATE_EPOCH. A file a sealed env holds (read-only, that time already: envs.seal) is a
+    hard link, which shares its read-only inode and changes nothing of it; any other (the
+    Python's own headers, a file system without links, any file when root, whom mode bits do
+    not bind) is a copy, made read-only: no write through the view reaches the env or the
+    Python."""
+    if view.exists():
+        for root, _, _ in os.walk(view):
+            Path(root).chmod(0o755)  # the folders of an earlier view, to remove it
+        shutil.rmtree(view)
     view.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(folder, view, symlinks=True, copy_function=_link_or_copy)
-    # GCC's #pragma once takes two headers of the same content and mtime for one file (torch
-    # has such twins: c10/util/python_stub.h, torch/csrc/utils/python_stub.h), so the
-    # preprocessed text followed the times pip happened to write: one time for all of them
-    for path in view.rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            os.utime(path, (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
+    shutil.copytree(folder, view, symlinks=True, copy_function=_view_file)
+    for root, _, _ in os.walk(view):  # copytree copies a sealed env's read-only folder modes
+        Path(root).chmod(0o755)
 
 
-def _link_or_copy(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
+def _view_file(src: str, dst: str) -> None:
+    info = Path(src).stat()
+    sealed = not info.st_mode & 0o222 and info.st_mtime_ns == SOURCE_DATE_EPOCH * 10**9
+    if sealed and links_are_safe():
+        with contextlib.suppress(OSError):  # no links here: a copy
+            os.link(src, dst)
+            return
+    shutil.copyfile(src, dst)
+    os.utime(dst, (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
+    Path(dst).chmod(0o444)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,11 @@ made once per (torch, CUDA, Python) under the cache and shared. Each build or ch
 fresh, thin venv that sees the shared torch through a .pth file: nothing it installs leaks back.
 Its big files are hard links to byte-identical ones of the cache's other torch environments: a
 group job's five Pythons share one copy of the nvidia-* libraries (py3-none wheels, 3 GB).
+A finished env is sealed (`seal`): every file and folder read-only, its headers at one mtime (a
+header view links them as they are), and a manifest beside it of each file's size, times and
+sha256 that each reuse checks (`check_sealed`). Read-only binds only a process that is not root:
+root (a manylinux container's build) ignores mode bits, so there envs share no inode (copies)
+and header views are copies; a write then reaches one env only, and its next reuse refuses it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from wheelfarm.builder.platforms import current
 from wheelfarm.core.errors import ConfigError, ToolchainError
 from wheelfarm.core.lock import exclusive
 from wheelfarm.core.proc import call
+from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 from wheelfarm.matrix.load import requirement_problem
 
 PIP_INDEX = "pip"  # torch index value meaning "pip's own configuration (or a mirror) decides"
@@ -36,6 +42,7 @@ ENV_LOCK_TIMEOUT = 1800.0  # seconds a second build waits for a torch env anothe
 # install it runs from and its full version.
 IDENTITY_PROGRAM = "import sys; print('%d%d' % sys.version_info[:2], sys.base_prefix, sys.version)"
 SHARED_FILE_BYTES = 1 << 20  # a file this big is worth a hard link (torch's and nvidia's libraries)
+WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 
 def default_cache() -> Path:
@@ -70,6 +77,17 @@ class TorchEnv:
         return current().venv_python(self.path)
 
 
+def links_are_safe() -> bool:
+    """Whether a read-only inode stops this process's writes, so sealed files may be shared by
+    hard links: not for root (mode bits do not bind it); Windows' read-only attribute binds all."""
+    return not hasattr(os, "geteuid") or os.geteuid() != 0
+
+
+def manifest_of(env: Path) -> Path:
+    """Where an env's manifest lives: beside it (hidden, as its lock), outside what it seals."""
+    return env.with_name(f".{env.name}.manifest.json")
+
+
 def torch_env(
     cache: Path, *, python: str, torch: str, cuda: str, index: str, log: Path
 ) -> TorchEnv:
@@ -79,7 +97,7 @@ def torch_env(
     version, identity = call([python, "-c", IDENTITY_PROGRAM], capture=True).split(maxsplit=1)
     digest = hashlib.sha256(identity.strip().encode()).hexdigest()[:8]
     path = cache / "envs" / f"torch{torch}-{cuda}-cp{version}-{digest}"
-    if not (path / ".complete").is_file():
+    if not (path / ".complete").is_file() or not manifest_of(path).is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = path.with_name(f".{path.name}.lock")  # hidden: no glob of envs meets it
 
@@ -97,6 +115,9 @@ def torch_env(
         with exclusive(lock, ENV_LOCK_TIMEOUT, cannot_open=cannot_open, busy=busy):
             if not (path / ".complete").is_file():
                 _make_torch_env(path, python=python, torch=torch, cuda=cuda, index=index, log=log)
+            elif not manifest_of(path).is_file():  # made before envs were sealed: seal it now
+                seal(path, manifest_of(path))
+    check_sealed(path, manifest_of(path))
     return TorchEnv(path, torch, cuda, index)
 
 
@@ -136,21 +157,108 @@ def _make_torch_env(
             f"the CUDA it gave (--cuda) or another torch (--torch)"
         )
         raise ToolchainError(msg)
-    saved = share_files(partial, [p for p in path.parent.iterdir() if (p / ".complete").is_file()])
-    with log.open("a", encoding="utf-8") as fh:
-        fh.write(
-            f"wheelfarm: {saved / 2**30:.2f} GiB hard-linked to the cache's other torch envs\n"
-        )
+    if links_are_safe():
+        done = [p for p in path.parent.iterdir() if (p / ".complete").is_file()]
+        saved = share_files(partial, done)
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write(
+                f"wheelfarm: {saved / 2**30:.2f} GiB hard-linked to the cache's other torch envs\n"
+            )
     (partial / ".complete").write_text(json.dumps({"torch": report[0], "cuda": report[1]}))
+    seal(partial, manifest_of(path))
     shutil.rmtree(path, ignore_errors=True)  # an incomplete folder an older wheelfarm left
     partial.rename(path)
 
 
+def _walk(env: Path) -> Iterator[tuple[str, Path]]:
+    """(path relative to `env`, path) of each file and symlink of an env."""
+    for root, _, names in os.walk(env):
+        for name in names:
+            file = Path(root, name)
+            yield file.relative_to(env).as_posix(), file
+
+
+def _sha256(file: Path) -> str:
+    digest = hashlib.sha256()
+    with file.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _fingerprint(file: Path) -> list[object]:
+    """What the manifest keeps of one entry: [size, mtime_ns, ctime_ns, sha256] (no process
+    sets a ctime: any write or chmod moves it), or ['link', target]."""
+    info = file.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        return ["link", str(file.readlink())]
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, _sha256(file)]
+
+
+def _write_manifest(manifest: Path, files: dict[str, list[object]]) -> None:
+    part = manifest.with_name(f"{manifest.name}.{os.getpid()}")
+    part.write_text(json.dumps({"files": files}), encoding="utf-8")
+    part.replace(manifest)
+
+
+def seal(env: Path, manifest: Path) -> None:
+    """Make a finished env read-only and write its manifest. Headers (files under an `include`
+    folder) get SOURCE_DATE_EPOCH first, so a header view can link them without touching their
+    time (ccache.header_view). A link shared with another sealed env is already so: its time
+    and mode stay as they are."""
+    for rel, file in _walk(env):
+        info = file.lstat()
+        if stat.S_ISREG(info.st_mode):
+            header = "include" in rel.split("/")[:-1]
+            if header and info.st_mtime_ns != SOURCE_DATE_EPOCH * 10**9:
+                os.utime(file, (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
+            if info.st_mode & WRITE_BITS:
+                file.chmod(stat.S_IMODE(info.st_mode) & ~WRITE_BITS)
+    for root, _, _ in os.walk(env):  # folders: no file is added, removed or renamed
+        Path(root).chmod(stat.S_IMODE(Path(root).stat().st_mode) & ~WRITE_BITS)
+    _write_manifest(manifest, {rel: _fingerprint(file) for rel, file in _walk(env)})
+
+
+def check_sealed(env: Path, manifest: Path) -> None:
+    """Refuse an env whose files are not what its manifest says. Cheap on the fast path: one
+    lstat a file (size, mtime, ctime, no write bit); a file whose stat differs is hashed, and
+    one whose bytes still match (its ctime moved because a newer env linked it) is written
+    back to the manifest; a file the manifest lacks (a .pth dropped in), or one missing, is
+    refused outright."""
+    try:
+        listed = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        msg = f"torch env {str(env)!r}: its manifest is unreadable ({exc}); {_remake(env)}"
+        raise ToolchainError(msg) from exc
+    found = dict(_walk(env))
+    for rel in sorted(set(found) ^ set(listed)):
+        state = "is not in its manifest" if rel in found else "is missing"
+        msg = f"torch env {str(env)!r}: {rel} {state}; {_remake(env)}"
+        raise ToolchainError(msg)
+    moved = {}
+    for rel, want in listed.items():
+        info = found[rel].lstat()
+        link = stat.S_ISLNK(info.st_mode)
+        if not link and [info.st_size, info.st_mtime_ns, info.st_ctime_ns] == want[:3]:
+            continue  # the fast path
+        now = _fingerprint(found[rel])  # size and hash (or 'link' and target) must match
+        if (info.st_mode & WRITE_BITS and not link) or (now[0], now[-1]) != (want[0], want[-1]):
+            msg = f"torch env {str(env)!r}: {rel} was changed after it was made; {_remake(env)}"
+            raise ToolchainError(msg)
+        moved[rel] = now
+    if moved:
+        _write_manifest(manifest, {**listed, **moved})
+
+
+def _remake(env: Path) -> str:
+    return f"remove it (chmod -R u+w {str(env)!r}; rm -rf it) and build again to make it anew"
+
+
 def share_files(env: Path, others: list[Path]) -> int:
     """Replace each big file of `env` by a hard link to a byte-identical file at the same place
-    in another finished env's site-packages; return the bytes saved. Finished envs are never
-    written again (builds and checks overlay them), so sharing an inode cannot leak a change. A
-    file system without hard links (or a full one) keeps the copy."""
+    in another finished env's site-packages; return the bytes saved. Finished envs are sealed
+    read-only (`seal`; builds and checks overlay them), so sharing an inode cannot leak a change.
+    A file system without hard links (or a full one) keeps the copy."""
     have: dict[tuple[tuple[str, ...], int], list[Path]] = {}
     for other in others:
         for key, size, file in _site_files(other):

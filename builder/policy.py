@@ -18,17 +18,20 @@ class LibraryPolicy:
     system: tuple[str, ...]
     case_sensitive: bool  # ELF sonames are; Windows DLL names are not
 
-    def _match(self, name: str, patterns: tuple[str, ...]) -> bool:
-        if not self.case_sensitive:
-            name, patterns = name.lower(), tuple(p.lower() for p in patterns)
-        return any(fnmatchcase(name, p) for p in patterns)
+    def fold(self, name: str) -> str:
+        """The name as this OS's loader compares it: LIBZSTD.DLL is libzstd.dll on Windows."""
+        return name if self.case_sensitive else name.lower()
+
+    def matches(self, name: str, patterns: tuple[str, ...]) -> bool:
+        """Whether name matches one of the glob patterns, in this OS's case rule."""
+        return any(fnmatchcase(self.fold(name), self.fold(p)) for p in patterns)
 
     def is_provided(self, name: str) -> bool:
         """Torch or the CUDA runtime bring this library: never vendor it."""
-        return self._match(name, self.provided)
+        return self.matches(name, self.provided)
 
     def is_system(self, name: str) -> bool:
-        return self._match(name, self.system)
+        return self.matches(name, self.system)
 
 
 def library_policy(source: Matrix | FarmRoot, os_name: OsName) -> LibraryPolicy:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import gzip
 import io
+import logging
 import shutil
 import stat
 import tarfile
 import time
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import IO
 from urllib.parse import urljoin
@@ -22,9 +24,10 @@ from wheelfarm.core.errors import BuildError
 from wheelfarm.core.http import Deadline, DeadlineError, download, make_session
 from wheelfarm.core.proc import call
 from wheelfarm.core.root import FarmRoot
-from wheelfarm.core.simple import project_files
+from wheelfarm.core.simple import IndexFile, project_files
 from wheelfarm.matrix.model import PackageVersion, Source
 
+logger = logging.getLogger(__name__)
 DEFAULT_SDIST_INDEX = "https://pypi.org/simple/"
 FETCH_SECONDS = 1800.0  # --timeout's default for a source: an sdist of hundreds of MB, slowly
 SDIST_LIMITS = Limits()
@@ -38,11 +41,26 @@ _GIT_PROTOCOLS = (
 )
 
 
-def sdist_url(index: str, name: str, version: str, deadline: Deadline | None = None) -> str:
+def sdist_url(
+    index: str,
+    name: str,
+    version: str,
+    deadline: Deadline | None = None,
+    *,
+    allow_yanked: bool = False,
+) -> str:
     """Find the sdist of name==version on a PEP 503 index page."""
     page = urljoin(index if index.endswith("/") else index + "/", f"{canonicalize_name(name)}/")
     with make_session() as session:
         files = project_files(session, page, deadline=deadline)
+    return pick_sdist(files, name, version, page, allow_yanked=allow_yanked)
+
+
+def pick_sdist(
+    files: Sequence[IndexFile], name: str, version: str, page: str, *, allow_yanked: bool
+) -> str:
+    """The URL of name==version's sdist among an index page's files. A yanked one (PEP 592) is
+    refused, its reason printed, unless the package file says `allow_yanked: true`."""
     for file in files:
         if not file.filename.endswith(_SDIST):
             continue
@@ -53,9 +71,22 @@ def sdist_url(index: str, name: str, version: str, deadline: Deadline | None = N
         url = file.url
         # the URL's last segment names the cached file and picks the unpacker
         if sname == canonicalize_name(name) and str(sversion) == version and url.endswith(_SDIST):
+            if file.yanked:
+                _yanked(file, page, allow=allow_yanked)
             return url
     msg = f"no sdist of {name}=={version} on {page}; check the version in the package file"
     raise BuildError(msg)
+
+
+def _yanked(file: IndexFile, page: str, *, allow: bool) -> None:
+    reason = f"yanked on {page}: {file.yank_reason or 'no reason given'}"
+    if not allow:
+        msg = (
+            f"{file.filename} is {reason}; build another version, or set `allow_yanked: true` on "
+            f"this version in the package file"
+        )
+        raise BuildError(msg)
+    logger.warning("%s is %s (allow_yanked: true)", file.filename, reason)
 
 
 # A member's tar headers: 512 bytes, more for a long name (read whole, before the budget sees it).
@@ -178,7 +209,9 @@ def fetch(
     shutil.rmtree(src_root, ignore_errors=True)
     if s.sdist is not None and s.sha256 is not None:
         deadline = Deadline.after(timeout)  # the index page and the download together
-        url = sdist_url(sdist_index, s.sdist, str(source.version), deadline)
+        url = sdist_url(
+            sdist_index, s.sdist, str(source.version), deadline, allow_yanked=source.allow_yanked
+        )
         dest = cache / "sdists" / s.sha256 / url.rsplit("/", 1)[-1]
         archive = download(url, dest, s.sha256, deadline=deadline)
         tree = _extract(archive, src_root)

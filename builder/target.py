@@ -43,6 +43,7 @@ class FarmWheel:
     pin: str  # 'torch-scatter==2.1.2+cu130torch2.14'
     cuda: str
     torch: str  # the torch minor whose index directory lists it
+    build_id: str  # the planned build it is: a wheelhouse copy must carry its record
     at_build: bool = False  # farm_build_requires: installed into the build venv as well
 
     @property
@@ -63,7 +64,9 @@ def _farm_wheels(
         for c in req.covers:
             if c.python == build.python and (torch is None or c.torch == torch):
                 pin = f"{req.dist}=={req.version}+{req.label}"
-                out.append(FarmWheel(pin, c.cuda, c.torch, at_build=req.package in at_build))
+                out.append(
+                    FarmWheel(pin, c.cuda, c.torch, req.id, at_build=req.package in at_build)
+                )
                 break
     return tuple(out)
 

@@ -15,7 +15,6 @@ import stat
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
 from packaging.tags import parse_tag
@@ -132,8 +131,9 @@ def _check_binary(
     entry: str, info: BinaryInfo, want: Expectation, vendored: set[str], report: Report
 ) -> None:
     policy = want.policy
+    carried = {policy.fold(v) for v in vendored}  # Windows imports LibZstd.dll as LIBZSTD.DLL
     for lib in info.needed:
-        if not (policy.is_system(lib) or policy.is_provided(lib) or lib in vendored):
+        if not (policy.is_system(lib) or policy.is_provided(lib) or policy.fold(lib) in carried):
             report.problems.append(
                 f"{entry} needs {lib}, which is neither a system library, "
                 f"provided by torch, nor vendored in the wheel"
@@ -279,8 +279,8 @@ def _check_contents(wheel: Path, zf: zipfile.ZipFile, want: Expectation, report:
         PurePosixPath(n).name for n in binaries if PurePosixPath(n).parent.name.endswith(".libs")
     }
     for lib in sorted(vendored):
-        if not want.policy.is_provided(_unmangle(lib)) and not any(
-            fnmatchcase(lib, p) for p in want.vendor_allow
+        if not want.policy.is_provided(_unmangle(lib)) and not want.policy.matches(
+            lib, want.vendor_allow
         ):
             report.problems.append(f"vendors {lib}, which the package's vendor_allow does not list")
     floor = _MANYLINUX.match(wheel.name.rsplit("-", 1)[-1])

@@ -11,6 +11,7 @@ from functools import cache, cached_property
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from wheelfarm.core.errors import PlanError
 from wheelfarm.core.label import Label, cuda_version
 from wheelfarm.matrix.model import (
     Abi,
@@ -252,8 +253,19 @@ class Expansion:
 
     @cached_property
     def by_id(self) -> dict[str, Build]:
-        """Builds by id, made once: resolving many ids never re-expands the grid."""
-        return {b.id: b for b in self.builds}
+        """Builds by id, made once: resolving many ids never re-expands the grid. Two builds of
+        one id (two package files of one wheel name, which the loader refuses) are an error,
+        never one silently taking the other's place."""
+        out: dict[str, Build] = {}
+        for build in self.builds:
+            first = out.setdefault(build.id, build)
+            if first is not build:
+                msg = (
+                    f"build id {build.id!r} is planned twice (by {first.package!r} and "
+                    f"{build.package!r}): give each package file a wheel name of its own"
+                )
+                raise PlanError(msg)
+        return out
 
 
 def _below_floor(package: Package, cell: Cell) -> str | None:

@@ -20,12 +20,17 @@ from wheelfarm.core.errors import ConfigError, UsageError
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import read_facts
-from wheelfarm.matrix.load_grid import cross_check, read_arch, read_farm, read_releases
+from wheelfarm.matrix.load_grid import (
+    arch_list,
+    cross_check,
+    read_arch,
+    read_farm,
+    read_releases,
+)
 from wheelfarm.matrix.model import (
     DIST_PLACEHOLDER,
     ENV_PLACEHOLDER,
     Abi,
-    ArchList,
     ArchPolicy,
     ArchRule,
     Exclusion,
@@ -116,6 +121,7 @@ def _versions(f: Document, items: list[dict[str, Any]], root: FarmRoot) -> list[
                 source=source,
                 patches=tuple(item.get("patches", [])),
                 yanked=item.get("yanked"),
+                allow_yanked=item.get("allow_yanked", False),
                 abi=_abi(f, item["abi"], ["versions", i, "abi"]) if "abi" in item else None,
                 build_minutes_per_arch=item.get("build_minutes_per_arch"),
             )
@@ -130,7 +136,9 @@ def _arch_rules(
     out = []
     for i, rule in enumerate(rules):
         spec = f.spec(rule.get("cuda"), ["arch", "override", i, "cuda"])
-        archs = ArchList.parse(rule["archs"])
+        archs = arch_list(f, ["arch", "override", i, "archs"], rule["archs"])
+        if archs is None:
+            continue
         for cuda, (lo, hi) in (policy.supported if policy else {}).items():
             bad = [a.dotted for a in archs.archs if not lo <= a.sm <= hi]
             if bad and Version(cuda) in cuda_spec and Version(cuda) in spec:
@@ -221,12 +229,20 @@ def _data_checks(f: Document, data: dict[str, Any]) -> None:
                     f"{clip(req)} is {problem}: give a name with an optional version, e.g. "
                     f"'numpy>=1.26'",
                 )
-    for i, module in enumerate(data["import"]):
-        if problem := module_problem(module):
+    for key in ("import", "import_gpu"):
+        for i, module in enumerate(data.get(key, [])):
+            if problem := module_problem(module):
+                f.add(
+                    [key, i],
+                    f"{clip(module)} is {problem}: give the module to import, e.g. 'flash_attn' "
+                    f"or 'torch_scatter.scatter'",
+                )
+    for i, module in enumerate(data.get("import_gpu", [])):
+        if module in data["import"]:
             f.add(
-                ["import", i],
-                f"{clip(module)} is {problem}: give the module to import, e.g. 'flash_attn' "
-                f"or 'torch_scatter.scatter'",
+                ["import_gpu", i],
+                f"{clip(module)} is in both import and import_gpu: keep it in import_gpu if it "
+                f"needs a GPU to import, else in import",
             )
 
 
@@ -333,6 +349,8 @@ def _package(
         platforms=tuple(constraints.get("platforms", NAMES)),
         exclusions=tuple(exclusions),
         imports=tuple(data["import"]),
+        imports_gpu=tuple(data.get("import_gpu", [])),
+        built_on=dict(data.get("built_on", {})),
         import_requires=tuple(data.get("import_requires", [])),
         vendor_allow=tuple(data.get("vendor_allow", [])),
         build_minutes_per_arch=float(data.get("build_minutes_per_arch", 10.0)),
@@ -361,6 +379,29 @@ def _farm_requires_cycles(packages: list[Package], errors: Problems) -> None:
         visit(name, ())
 
 
+def _one_owner_per_wheel_name(
+    packages: list[Package], cuda_tags: list[str], errors: Problems
+) -> None:
+    """Two files may not name one wheel (by `name` or a `distribution` of any CUDA tag): their
+    builds would share ids, and one file's source would build the other's wheels."""
+    owners: dict[str, Package] = {}
+    for package in packages:
+        claimed = {package.name, *(package.distribution_for(c) for c in cuda_tags)}
+        told: set[Path] = set()  # one line per pair of files, not one per CUDA tag
+        for wheel_name in sorted(claimed):
+            first = owners.setdefault(wheel_name, package)
+            if first is not package and first.file not in told:
+                told.add(first.file)
+                key = "name" if wheel_name == package.name else "distribution"
+                errors.add(
+                    package.file,
+                    0,
+                    key,
+                    f"wheel name {wheel_name!r} is also {first.file.name}'s: one package file per "
+                    f"wheel name; drop one, or give this one a distribution of its own",
+                )
+
+
 def _unknown_files(root: FarmRoot, errors: Problems) -> None:
     """A YAML file in matrix/ that no loader reads is a misnamed one: nothing would check it."""
     for path in sorted(root.matrix.glob("*.y*ml")):
@@ -387,6 +428,11 @@ def load_matrix(root: FarmRoot) -> Matrix:
     if not packages and not errors.total:
         errors.add(root.packages, 0, "", "no package files (*.yaml) found")
     _farm_requires_cycles([p for p in packages if p is not None], errors)
+    _one_owner_per_wheel_name(
+        [p for p in packages if p is not None],
+        sorted({c for r in releases for c in r.builds}),
+        errors,
+    )
     if arch is not None:
         cross_check(releases, arch, folder, errors)
     if errors.total or arch is None or farm is None or facts is None:
@@ -399,4 +445,21 @@ def load_matrix(root: FarmRoot) -> Matrix:
         facts=facts,
         packages=tuple(p for p in packages if p is not None),
         root=root,
+    )
+
+
+# Platforms where a package is planned on faith costs the most runner-hours: Windows and aarch64
+# builds fail in ways a Linux x86_64 build does not show (MSVC flags, the arm toolchain).
+UNPROVEN = ("win_amd64", "linux_aarch64")
+
+
+def unbuilt_platforms(package: Package) -> str | None:
+    """A warning naming the Windows and aarch64 platforms `package` plans with no build named
+    in its `built_on` (measured here or cited from upstream), or None: a package starts narrow."""
+    unbuilt = [p for p in UNPROVEN if p in package.platforms and p not in package.built_on]
+    if not unbuilt:
+        return None
+    return (
+        f"{package.file}: plans {' and '.join(unbuilt)} with no build named there (built_on): "
+        f"limit constraints.platforms to the platforms built, or cite each build in built_on"
     )

@@ -15,11 +15,13 @@ from wheelfarm.matrix.model import (
     ArchPolicy,
     FarmConfig,
     PlatformInfo,
+    Pool,
     PythonGroups,
     SplitCompile,
+    TierRule,
     TorchRelease,
 )
-from wheelfarm.matrix.reader import Problems, clip, read_yaml
+from wheelfarm.matrix.reader import Document, Problems, clip, read_yaml
 
 
 def read_releases(
@@ -68,15 +70,26 @@ def read_releases(
     return url, tuple(releases)
 
 
+def arch_list(doc: Document, where: list[str | int], text: str) -> ArchList | None:
+    """An arch list of a YAML file, or None with its problem added: the schema's pattern takes
+    each item, not the list (+PTX on a variant, an SM twice)."""
+    try:
+        return ArchList.parse(text)
+    except ValueError as exc:
+        doc.add(where, str(exc))
+        return None
+
+
 def read_arch(path: Path, schemas: Path, errors: Problems) -> ArchPolicy | None:
     """arch.yaml: the arch lists per CUDA and platform, and each toolkit's SM range."""
     data, doc = read_yaml(path, schemas, "arch", errors)
     if data is None:
         return None
-    policy = {
-        cuda: {plat: ArchList.parse(text) for plat, text in plats.items()}
-        for cuda, plats in data["policy"].items()
-    }
+    policy: dict[str, dict[str, ArchList]] = {}
+    for cuda, plats in data["policy"].items():
+        for plat, text in plats.items():
+            if (archs := arch_list(doc, ["policy", cuda, plat], text)) is not None:
+                policy.setdefault(cuda, {})[plat] = archs
     supported = {
         cuda: (ArchList.parse(lo).archs[0].sm, ArchList.parse(hi).archs[0].sm)
         for cuda, (lo, hi) in data["supported"].items()
@@ -104,6 +117,16 @@ def read_farm(path: Path, schemas: Path, errors: Problems) -> FarmConfig | None:
         platforms={k: PlatformInfo(**v) for k, v in data["platforms"].items()},
         split_compile=_split_compile(data.get("split_compile")),
         python_groups=_python_groups(data.get("python_groups")),
+        pool=_pool(data["pool"]),
+    )
+
+
+def _pool(data: dict[str, Any]) -> Pool:
+    return Pool(
+        lanes=int(data["lanes"]),
+        shard_hours=float(data["shard_hours"]),
+        run_days=float(data["run_days"]),
+        tiers=tuple(tuple(TierRule(**rule) for rule in tier) for tier in data["tiers"]),
     )
 
 

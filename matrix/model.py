@@ -64,7 +64,7 @@ class ArchList:
         >>> ArchList.parse("8.0;9.0+PTX").cubins
         ('sm_80', 'sm_90')
         """
-        archs = []
+        archs: list[Arch] = []
         for raw in text.replace(" ", ";").split(";"):
             item = raw.strip()
             if not item:
@@ -78,7 +78,17 @@ class ArchList:
                     f"invalid arch {item!r} in {text!r}: expected e.g. '9.0', '12.0a' or '12.0+PTX'"
                 )
                 raise ValueError(msg)
-            archs.append(Arch(int(major) * 10 + int(minor), ptx, variant))
+            if ptx and variant:
+                msg = (
+                    f"invalid arch {item!r} in {text!r}: +PTX only on a plain arch"
+                    f" ({variant}-specific PTX runs on no later GPU); write '{major}.{minor}+PTX'"
+                )
+                raise ValueError(msg)
+            sm = int(major) * 10 + int(minor)
+            if any(a.sm == sm for a in archs):
+                msg = f"duplicate arch {item!r} in {text!r}: list SM {major}.{minor} once"
+                raise ValueError(msg)
+            archs.append(Arch(sm, ptx, variant))
         if not archs:
             msg = f"empty arch list {text!r}"
             raise ValueError(msg)
@@ -164,6 +174,26 @@ class PythonGroups:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TierRule:
+    """Cells a priority tier holds: `torch` 'newest', 'previous' or a glob of minors; `cuda`
+    'pypi' (the CUDA of PyPI's wheel of that minor, torch.yaml's `pypi`) or a glob of tags."""
+
+    torch: str
+    cuda: str = "*"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pool:
+    """One pool of concurrent build jobs for every platform, and the order it builds in
+    (docs/adr/0017-one-pool.md)."""
+
+    lanes: int  # build jobs at once, all platforms together (farm.yml's max-parallel)
+    shard_hours: float  # a lane's shard holds about this much predicted work, at least
+    run_days: float  # a farm run plans no more than its lanes finish in this time
+    tiers: tuple[tuple[TierRule, ...], ...]  # tier 1 first; the rest after, newest torch first
+
+
+@dataclass(frozen=True, kw_only=True)
 class FarmConfig:
     """Whole-run settings (farm.yaml)."""
 
@@ -173,6 +203,7 @@ class FarmConfig:
     platforms: dict[str, PlatformInfo]
     split_compile: SplitCompile | None = None
     python_groups: PythonGroups | None = None  # None: every build is a job of its own
+    pool: Pool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -242,6 +273,7 @@ class PackageVersion:
     source: Source
     patches: tuple[str, ...] = ()
     yanked: str | None = None
+    allow_yanked: bool = False  # build from an sdist its index has yanked (PEP 592)
     abi: Abi | None = None  # this version's own ABI, where it differs from the package's
     build_minutes_per_arch: float | None = None  # this version's own estimate; None: package's
 
@@ -292,6 +324,8 @@ class Package:
     platforms: tuple[str, ...] = NAMES
     exclusions: tuple[Exclusion, ...] = ()
     imports: tuple[str, ...] = ()
+    imports_gpu: tuple[str, ...] = ()  # modules that import only where a GPU is
+    built_on: dict[str, str] = field(default_factory=dict)  # platform -> a build's citation
     import_requires: tuple[str, ...] = ()
     import_with_torch: bool = False  # torch-free binaries, Python that imports torch
     farm_requires: tuple[NormalizedName, ...] = ()  # farm packages its modules import

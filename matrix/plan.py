@@ -16,8 +16,10 @@ from packaging.version import Version
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import PlanError, UsageError
 from wheelfarm.core.wheelname import build_id_from_wheel
+from wheelfarm.matrix import queue
 from wheelfarm.matrix.expand import Build, Cell, Expansion
 from wheelfarm.matrix.model import Matrix, PythonGroups, SplitCompile
+from wheelfarm.matrix.queue import Placed
 
 MAX_JOBS_PER_MATRIX = 256  # GitHub runs at most this many jobs from one matrix
 
@@ -72,12 +74,10 @@ class Group:
 
 @dataclass(frozen=True)
 class Shard:
-    """At most `max_jobs` group jobs of one platform: one GitHub matrix."""
+    """At most `max_jobs` group jobs of any platform, which one lane runs in turn: one GitHub
+    matrix (docs/adr/0017-one-pool.md)."""
 
     name: str
-    platform: str
-    runner: str
-    container: str
     groups: tuple[Group, ...]
 
     @property
@@ -100,6 +100,8 @@ class Plan:
     # build id -> the farm_requires builds it waits for (not yet published)
     deferred: dict[str, tuple[str, ...]] = field(default_factory=dict)
     groups: tuple[Group, ...] = ()
+    placed: dict[str, Placed] = field(default_factory=dict)  # group id -> tier, place, shard
+    later: tuple[Group, ...] = ()  # past the run's days: the next run plans them
 
     def job_minutes(self, group: Group) -> tuple[float, ...]:
         """Predicted minutes of each job the group runs: one, or its shards and its link."""
@@ -196,45 +198,6 @@ def _check_filters(filters: Filters, cells: Sequence[Cell]) -> None:
         raise PlanError("\n".join(problems))
 
 
-def shard(
-    matrix: Matrix, groups: Sequence[Group], max_jobs: int, splits: dict[str, int] | None = None
-) -> tuple[Shard, ...]:
-    """Split group jobs per platform into even shards of at most `max_jobs` jobs. A split group
-    is a shard of its own (`<platform>-split-IofN`): its link job waits for its own compile
-    shards only, so they run together and their caches are fresh when it starts (ADR 13)."""
-    splits = splits or {}
-    out = []
-    for platform in sorted({g.platform for g in groups}):
-        mine = sorted((g for g in groups if g.platform == platform), key=lambda g: g.id)
-        info = matrix.farm.platforms[platform]
-        whole = [g for g in mine if g.id not in splits]
-        if whole:
-            count = math.ceil(len(whole) / max_jobs)
-            size = math.ceil(len(whole) / count)
-            out += [
-                Shard(
-                    f"{platform}-{i + 1}of{count}",
-                    platform,
-                    info.runner,
-                    info.container,
-                    tuple(whole[i * size : (i + 1) * size]),
-                )
-                for i in range(count)
-            ]
-        split = [g for g in mine if g.id in splits]
-        out += [
-            Shard(
-                f"{platform}-split-{i + 1}of{len(split)}",
-                platform,
-                info.runner,
-                info.container,
-                (g,),
-            )
-            for i, g in enumerate(split)
-        ]
-    return tuple(out)
-
-
 def make_plan(
     matrix: Matrix,
     expansion: Expansion,
@@ -243,41 +206,79 @@ def make_plan(
     existing: set[str] | frozenset[str] = frozenset(),
     max_jobs: int | None = None,
     grouped: bool = True,
+    one_run: bool = True,
 ) -> Plan:
-    """Select, skip what exists, group, shard and estimate (`grouped` False: a job per build,
-    as before ADR 16)."""
+    """Select, skip what exists, group, order, cut into lane shards and estimate (`grouped`
+    False: a job per build, as before ADR 16; `one_run` False: the whole pass, with no run's
+    days cut off)."""
     _check_filters(filters, expansion.cells)
     selected = [b for b in expansion.builds if any(filters.match(c) for c in b.covers)]
     if not selected:
         msg = "the filters together select no build; loosen one of them"
         raise PlanError(msg)
-    deferred = {
-        b.id: missing
-        for b in selected
-        if b.id not in existing and (missing := tuple(r for r in b.requires if r not in existing))
-    }
-    todo = tuple(b for b in selected if b.id not in existing and b.id not in deferred)
-    present = tuple(b for b in selected if b.id in existing)
+    missing = {b.id for b in selected if b.id not in existing}
+    # a consumer builds in this run only after its one producer group of this run (queue.py)
+    waits = {b.id: tuple(r for r in b.requires if r not in existing) for b in selected}
+    deferred = {i: w for i, w in waits.items() if i in missing and any(r not in missing for r in w)}
     jobs = matrix.farm.max_jobs_per_shard if max_jobs is None else max_jobs
     if not 1 <= jobs <= MAX_JOBS_PER_MATRIX:
         msg = f"--max-jobs {jobs}: a shard holds 1 to {MAX_JOBS_PER_MATRIX} jobs (GitHub's limit)"
         raise PlanError(msg)
     split = matrix.farm.split_compile
-    groups = group(todo, matrix.farm.python_groups if grouped else None)
+    candidates = group(
+        [b for b in selected if b.id in missing and b.id not in deferred],
+        matrix.farm.python_groups if grouped else None,
+    )
+    chained = queue.consumers(candidates)
+    for g in candidates:  # several producer groups: as before, a later run builds it
+        if g.id not in chained and any(waits[b.id] for b in g.builds):
+            deferred.update({b.id: waits[b.id] for b in g.builds})
+    candidates = tuple(g for g in candidates if not any(b.id in deferred for b in g.builds))
     # at most one matrix of compile shards per group; what still runs too long warns below
-    splits = {g.id: min(k, jobs) for g in groups if (k := compile_shards(g, split))}
+    splits = {g.id: min(k, jobs) for g in candidates if (k := compile_shards(g, split))}
+
+    def minutes(g: Group) -> float:
+        return sum(job_minutes(g, splits.get(g.id, 0), split))
+
+    lanes, later, placed = queue.place(
+        candidates, matrix, minutes, lambda g: splits.get(g.id, 0) + 1, jobs, one_run=one_run
+    )
+    groups = tuple(g for lane in lanes for g in lane)
+    shards = tuple(Shard(f"{i + 1}of{len(lanes)}", tuple(s)) for i, s in enumerate(lanes))
+    todo = tuple(b for g in groups for b in g.builds)
+    present = tuple(b for b in selected if b.id in existing)
     return Plan(
         todo,
         present,
-        shard(matrix, groups, jobs, splits),
+        shards,
         filters,
         expansion,
         _long_job_warnings(groups, matrix.farm.hosted_job_limit_minutes, splits, split)
-        + _deferred_warnings(selected, deferred),
-        splits,
+        + _deferred_warnings(selected, deferred)
+        + _later_warnings(later, placed, matrix),
+        {g.id: splits[g.id] for g in groups if g.id in splits},
         split,
         deferred,
         groups,
+        placed,
+        tuple(later),
+    )
+
+
+def _later_warnings(
+    later: Sequence[Group], placed: dict[str, Placed], matrix: Matrix
+) -> tuple[str, ...]:
+    """One line when the run's days cannot hold every group: the next run plans the rest."""
+    if not later:
+        return ()
+    builds = sum(len(g.builds) for g in later)
+    first = min(placed[g.id].tier for g in later)
+    return (
+        (
+            f"{builds} builds in {len(later)} group jobs (from tier {first}) are left to the "
+            f"next farm run: this one plans what {matrix.farm.pool.lanes} lanes finish in "
+            f"{matrix.farm.pool.run_days:g} days (farm.yaml pool.run_days)"
+        ),
     )
 
 
@@ -319,36 +320,14 @@ def _long_job_warnings(
 
 
 def explain(plan: Plan, cell_id: str) -> str:
-    """Why one cell is built, covered by another build, already present, filtered or excluded."""
+    """Why one cell is built (and where it stands in the queue), covered by another build,
+    already present, deferred, left to the next run, filtered or excluded."""
     for ex in plan.expansion.excluded:
         if ex.cell.id == cell_id:
             return f"{cell_id}: excluded by {ex.rule}"
-    todo = {b.id for b in plan.todo}
     for b in plan.expansion.builds:
-        for c in b.covers:
-            if c.id != cell_id:
-                continue
-            if not plan.filters.match(c):
-                return f"{cell_id}: not selected by the filters"
-            if b.id in plan.deferred:
-                return (
-                    f"{cell_id}: deferred: {b.id} imports {', '.join(plan.deferred[b.id])}, "
-                    f"not published yet (farm_requires); a run after that builds it"
-                )
-            if b.id not in todo:
-                return f"{cell_id}: already present as {b.id}"
-            g = plan.group_of(b.id)
-            job = (
-                f"; in job {g.id} with {len(g.builds) - 1} other Pythons"
-                if len(g.builds) > 1
-                else ""
-            )
-            if len(b.covers) == 1:
-                return f"{cell_id}: built by {b.id} (archs {b.archs.torch}{job})"
-            return (
-                f"{cell_id}: covered by {b.abi} build {b.id} (built with torch {b.torch}, "
-                f"Python {b.python}; serves {len(b.covers)} cells{job})"
-            )
+        if any(c.id == cell_id for c in b.covers):
+            return f"{cell_id}: {_why(plan, b, next(c for c in b.covers if c.id == cell_id))}"
     known = [c.id for c in plan.expansion.cells] + [e.cell.id for e in plan.expansion.excluded]
     hint = difflib.get_close_matches(cell_id, known, n=1, cutoff=0.8)
     tip = f"; did you mean {hint[0]!r}?" if hint else ""
@@ -357,6 +336,45 @@ def explain(plan: Plan, cell_id: str) -> str:
         f"package is unknown{tip}"
     )
     raise PlanError(msg)
+
+
+def _why(plan: Plan, b: Build, cell: Cell) -> str:
+    """What the plan does with the build that serves a cell."""
+    if not plan.filters.match(cell):
+        return "not selected by the filters"
+    if b.id in plan.deferred:
+        return (
+            f"deferred: {b.id} imports {', '.join(plan.deferred[b.id])}, not published yet "
+            f"(farm_requires); a run after that builds it"
+        )
+    later = next((g for g in plan.later if any(x.id == b.id for x in g.builds)), None)
+    if later is not None:
+        where = plan.placed[later.id]
+        return (
+            f"tier {where.tier}, place {where.place} of the queue: past this run's days "
+            f"(farm.yaml pool.run_days), the next farm run builds {b.id}"
+        )
+    if not any(x.id == b.id for x in plan.todo):
+        return f"already present as {b.id}"
+    job = _queued(plan, plan.group_of(b.id))
+    if len(b.covers) == 1:
+        return f"built by {b.id} (archs {b.archs.torch}{job})"
+    return (
+        f"covered by {b.abi} build {b.id} (built with torch {b.torch}, Python {b.python}; "
+        f"serves {len(b.covers)} cells{job})"
+    )
+
+
+def _queued(plan: Plan, g: Group) -> str:
+    """'; in job G with N other Pythons; tier T, place P of Q in the queue, ...'."""
+    where = plan.placed[g.id]
+    others = f"; in job {g.id} with {len(g.builds) - 1} other Pythons" if len(g.builds) > 1 else ""
+    after = f"; after {where.after}, whose wheels it imports" if where.after else ""
+    return (
+        f"{others}; tier {where.tier}, place {where.place} of {len(plan.groups)} in the queue, "
+        f"shard {where.shard}, predicted to start {queue.hours(where.starts)} and be published "
+        f"{queue.hours(where.ends)} after the run starts{after}"
+    )
 
 
 def table(plan: Plan, limit: int = 40) -> str:
@@ -384,12 +402,16 @@ def table(plan: Plan, limit: int = 40) -> str:
     rows.append("")
     for s in plan.shards:
         compiles = sum(plan.splits.get(g.id, 0) for g in s.groups)
+        first = plan.placed[s.groups[0].id]
+        platforms = sorted({g.platform for g in s.groups})
         rows.append(
             f"shard {s.name}: {len(s.groups)} jobs for {len(s.builds)} builds"
             + (f" (link jobs after {compiles} compile shards)" if compiles else "")
-            + f" on {s.runner}"
-            + (f" in {s.container}" if s.container else "")
+            + f" on {', '.join(platforms)}, tier {first.tier}, predicted "
+            f"{queue.hours(first.starts)} to {queue.hours(first.ends)}"
         )
+    for tier, done in tier_hours(plan).items():
+        rows.append(f"tier {tier}: every wheel published {queue.hours(done)} after the start")
     if plan.splits:
         rows.append(
             f"{len(plan.splits)} groups split into {sum(plan.splits.values())} compile shards "
@@ -405,6 +427,15 @@ def table(plan: Plan, limit: int = 40) -> str:
         f"job {plan.longest_job_minutes:.0f} min"
     )
     return "\n".join(rows)
+
+
+def tier_hours(plan: Plan) -> dict[int, float]:
+    """Each tier's predicted minutes from the run's start until its last shard ends."""
+    out: dict[int, float] = {}
+    for g in plan.groups:
+        where = plan.placed[g.id]
+        out[where.tier] = max(out.get(where.tier, 0.0), where.ends)
+    return dict(sorted(out.items()))
 
 
 def to_json(plan: Plan) -> dict[str, object]:
@@ -446,6 +477,7 @@ def to_json(plan: Plan) -> dict[str, object]:
         ],
         "present": [b.id for b in plan.present],
         "shards": [
-            {"name": s.name, "platform": s.platform, "jobs": len(s.groups)} for s in plan.shards
+            {"name": s.name, "jobs": len(s.groups), "tier": plan.placed[s.groups[0].id].tier}
+            for s in plan.shards
         ],
     }

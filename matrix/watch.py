@@ -103,7 +103,8 @@ def parse_torch_wheel(filename: str, *, newest_python: str | None = None) -> Row
 def cuda_pin(metadata: str, platform: str) -> tuple[str, str] | None:
     """(CUDA tag, the requirement) a torch METADATA pins for `platform`: the exact version of
     `cuda-toolkit` (`cuda-toolkit[cublas,...]==13.2.2` -> cu132) or of NVIDIA's runtime wheel
-    whose marker holds there; None for a CPU wheel (PyPI's Windows torch pins none)."""
+    whose marker holds there; None for a CPU wheel (PyPI's Windows torch pins none). ValueError
+    naming the pin for a CUDA no `cuXY` tag can write (13.99.1 is not cu1399, which reads 139.9)."""
     system, sys_platform, machine = _MARKER_PLATFORM[platform]
     env: dict[str, str] = {
         **{k: str(v) for k, v in default_environment().items()},
@@ -123,9 +124,10 @@ def cuda_pin(metadata: str, platform: str) -> tuple[str, str] | None:
         if specs[0].operator != "==" or (req.marker is not None and not req.marker.evaluate(env)):
             continue
         try:
-            return cuda_tag(Version(specs[0].version)), str(line).strip()
+            version = Version(specs[0].version)
         except InvalidVersion:
             continue
+        return cuda_tag(version), str(line).strip()  # ValueError: a CUDA no tag can write
     return None
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one thing a Linux build job runs inside its pinned manylinux_2_28 container
-# (.github/workflows/build-linux.yml), and what tests/integration/test_farm_job.py runs on a
+# (.github/workflows/build.yml), and what tests/integration/test_farm_job.py runs on a
 # development machine: the tested path is the shipped path.
 #
 # Required environment (the plan's job and the job's clock):

@@ -21,14 +21,16 @@ if [ ! -f .wheelfarm/node/actions-bridge.cjs ] || [ tests/actions/bridge.mjs -nt
     --format=cjs --log-level=warning --outfile=.wheelfarm/node/actions-bridge.cjs
 fi
 # Headless Chromium for the landing-page test, shellcheck for the scripts, and Debian's own
-# python3.11 (a second CPython of this minor, for the group-job cache test) (Debian packages).
+# python3.11 (a second CPython of this minor, for the group-job cache test), and mingw-w64 for
+# the Windows wheel that delvewheel repairs here (Debian packages).
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null \
-    || ! command -v shellcheck >/dev/null || ! /usr/bin/python3.11 -c 'import ensurepip' 2>/dev/null; then
+    || ! command -v shellcheck >/dev/null || ! /usr/bin/python3.11 -c 'import ensurepip' 2>/dev/null \
+    || ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq chromium chromium-driver shellcheck \
-      python3.11-venv python3.11-dev >/dev/null
+      python3.11-venv python3.11-dev gcc-mingw-w64-x86-64 >/dev/null
   else
-    echo "note: chromium, chromedriver, shellcheck or python3.11-venv missing and not root" >&2
+    echo "note: chromium, chromedriver, shellcheck, python3.11-venv or mingw-w64 missing and not root" >&2
   fi
 fi
 

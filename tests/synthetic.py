@@ -7,26 +7,37 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from wheelfarm.builder.binary import FATBIN_MAGIC, KIND_CUBIN, KIND_PTX
+from packaging.utils import canonicalize_name
+
+from wheelfarm.builder.binary import FATBIN_MAGIC, KIND_CUBIN, KIND_PTX, VARIANT_BITS
+from wheelfarm.builder.build import expectation
+from wheelfarm.builder.target import resolve
+from wheelfarm.builder.verify import Expectation
 from wheelfarm.core import record
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.wheelfile import write_wheel
-from wheelfarm.matrix.expand import Build
+from wheelfarm.matrix.expand import Build, Expansion, expand
+from wheelfarm.matrix.model import Arch, Matrix
 
 _ENTRY_HEADER = 64
 
 
-def fatbin(entries: list[tuple[int, int]]) -> bytes:
-    """One fatbin container in NVIDIA's layout: (kind, sm) entries with tiny payloads."""
+def fatbin(entries: Sequence[tuple[int, Arch | int]]) -> bytes:
+    """One fatbin container in NVIDIA's layout: (kind, arch or SM number) entries with tiny
+    payloads, each arch's variant (`a`, `f`) in the entry's flags as nvcc writes it
+    (builder/binary.py)."""
     body = b""
-    for kind, sm in entries:
+    for kind, given in entries:
+        arch = given if isinstance(given, Arch) else Arch(given)
         payload = b"\0" * 16
+        flags = next((bit for bit, v in VARIANT_BITS if v == arch.variant), 0)
         header = struct.pack("<HHIQ", kind, 0x101, _ENTRY_HEADER, len(payload)) + b"\0" * 12
-        header += struct.pack("<I", sm)
+        header += struct.pack("<I", arch.sm).ljust(12, b"\0") + struct.pack("<Q", flags)
         body += header.ljust(_ENTRY_HEADER, b"\0") + payload
     return struct.pack("<IHHQ", FATBIN_MAGIC, 1, 16, len(body)) + body
 
@@ -51,27 +62,46 @@ def elf_with_fatbin(blob: bytes) -> bytes:
     return header + blob + names + padding + table
 
 
-def farm_wheel(build: Build, wheel_platform: str, dest: Path, *, payload: int = 0) -> Path:
-    """The wheel `build` promises, with its build record beside it; `payload` adds that many
-    bytes of data (for memory measurements)."""
-    dist = build.package.replace("-", "_")
-    version = f"{build.version}+{build.label}"
-    py, _, abi = build.python_tag.partition("-")  # 'cp312', 'cp310-abi3' or 'py39-none'
+def binaries(want: Expectation) -> dict[str, list[tuple[int, Arch]]]:
+    """The extension modules a build of `want` holds, by stem, with their fatbin entries: one
+    module with every arch, or (one_arch_per_binary, tiny-cuda-nn) one per arch with its SASS
+    and its PTX; a package that compiles no device code gets one module whose fatbin is empty."""
+    archs = want.archs.archs
+    if want.one_arch_per_binary:
+        return {f"_C_{a.sm}{a.variant}": [(KIND_CUBIN, a), (KIND_PTX, a)] for a in archs}
+    return {"_C": [(KIND_CUBIN, a) for a in archs] + [(KIND_PTX, a) for a in archs if a.ptx]}
+
+
+def farm_wheel(
+    matrix: Matrix,
+    build: Build,
+    dest: Path,
+    *,
+    payload: int = 0,
+    expansion: Expansion | None = None,
+) -> Path:
+    """The wheel `build` promises, with its build record beside it: named and laid out from
+    the same Expectation `verify` checks a real build against (distribution name, tags, archs
+    with their variants, one arch per binary), so a schema feature the catalog uses cannot be
+    missed here. `payload` adds that many bytes of data (for memory measurements)."""
+    want = expectation(resolve(matrix, expansion or _expansion(matrix), build.id))
+    dist = canonicalize_name(want.name).replace("-", "_")
+    version = f"{want.version}+{want.label}"
+    py, _, abi = want.python_tag.partition("-")  # 'cp312', 'cp310-abi3' or 'py39-none'
     abi = abi or py
-    platform = "win_amd64" if build.platform == "win_amd64" else wheel_platform
+    platform = matrix.farm.platforms[build.platform].wheel_platform
     info = f"{dist}-{version}.dist-info"
-    entries = [(KIND_CUBIN, int(s[3:])) for s in build.archs.cubins]
-    entries += [(KIND_PTX, int(s[3:])) for s in build.archs.ptx]
     suffix = ".pyd" if build.platform == "win_amd64" else ".so"
-    files = {
-        f"{dist}/__init__.py": b"",
-        f"{dist}/_C{suffix}": elf_with_fatbin(fatbin(entries)),
-        f"{info}/METADATA": (
-            f"Metadata-Version: 2.1\nName: {build.package}\nVersion: {version}\n"
-            f"Requires-Python: >={build.python}\n"
-        ).encode(),
-        f"{info}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {py}-{abi}-{platform}\n".encode(),
-    }
+    files = {f"{dist}/__init__.py": b""}
+    for stem, entries in binaries(want).items():
+        files[f"{dist}/{stem}{suffix}"] = elf_with_fatbin(fatbin(entries))
+    files[f"{info}/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: {want.name}\nVersion: {version}\n"
+        f"Requires-Python: >={build.python_floor or build.python}\n"
+    ).encode()
+    files[f"{info}/WHEEL"] = (
+        f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {py}-{abi}-{platform}\n".encode()
+    )
     if payload:
         files[f"{dist}/data.bin"] = os.urandom(payload)  # incompressible: the wheel is that big
     wheel = dest / f"{dist}-{version}-{py}-{abi}-{platform}.whl"
@@ -86,6 +116,16 @@ def farm_wheel(build: Build, wheel_platform: str, dest: Path, *, payload: int = 
     )
     record.path_for(wheel).write_text(made.to_json())
     return wheel
+
+
+_EXPANSIONS: dict[int, tuple[Matrix, Expansion]] = {}  # the matrix is held: its id stays its own
+
+
+def _expansion(matrix: Matrix) -> Expansion:
+    """The matrix's expansion, made once per matrix (the whole grid takes a second)."""
+    if id(matrix) not in _EXPANSIONS:
+        _EXPANSIONS[id(matrix)] = (matrix, expand(matrix))
+    return _EXPANSIONS[id(matrix)][1]
 
 
 CELL = record.Cell(

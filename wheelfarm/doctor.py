@@ -37,6 +37,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from wheelfarm.builder.binary import inspect_binary, is_binary
+from wheelfarm.core import loadcheck
 from wheelfarm.core.errors import SiteError, UsageError
 from wheelfarm.core.http import Deadline, make_session, request
 from wheelfarm.core.jsonread import loads
@@ -283,25 +284,45 @@ def decode(error: str) -> tuple[str, str] | None:
 
 
 def import_check(python: str, wheel: Path | None, modules: list[str]) -> Check:
-    """Import torch and the modules (from the wheel unpacked beside the interpreter's torch)."""
+    """Import torch and the modules (from the wheel unpacked beside the interpreter's torch),
+    then load each extension module the wheel's RECORD holds in a child of its own: a
+    namespace package imports with a broken binary, and a crash must fail the check, not
+    doctor."""
     with tempfile.TemporaryDirectory(prefix="wheelfarm-doctor-") as tmp:
         env = None
+        members: list[str] = []
         if wheel is not None:
             with zipfile.ZipFile(wheel) as zf:
                 zf.extractall(tmp)  # read_wheel has parsed it; zipfile keeps members inside tmp
             env = {"PYTHONPATH": tmp, "PATH": ""}
+            members = loadcheck.extension_members(loadcheck.record_members(wheel))
         code = "import torch\n" + "".join(f"import {m}\n" for m in modules)
-        try:
-            result = subprocess.run([python, "-c", code], capture_output=True, text=True,
-                                    timeout=PROBE_SECONDS, env=env, check=False)  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return failed("import", repr(exc), "import succeeds", "")
+        problem = _child(python, ["-c", code], env, ", ".join(modules))
+        for member in members:
+            if problem is not None:
+                break
+            load = ["-c", loadcheck.LOAD_PROGRAM, "torch", tmp, member]
+            problem = _child(python, load, env, f"loading {member}")
+    if problem is not None:
+        return problem
+    loaded = f"; loaded {len(members)} binaries" if members else ""
+    return passed("import", f"imported {', '.join(modules)}{loaded}", "import succeeds")
+
+
+def _child(python: str, args: list[str], env: dict[str, str] | None, what: str) -> Check | None:
+    """Run one import-check child; None when it succeeded, else the failed check naming what
+    it died of (exception or signal)."""
+    try:
+        result = subprocess.run([python, *args], capture_output=True, text=True,
+                                timeout=PROBE_SECONDS, env=env, check=False)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return failed("import", f"{what}: {exc!r}", "import succeeds", "")
     if result.returncode == 0:
-        return passed("import", f"imported {', '.join(modules)}", "import succeeds")
-    last = (result.stderr.strip().splitlines() or ["(no message)"])[-1][:300]
+        return None
+    why = loadcheck.died(result.returncode, result.stderr.splitlines())
     decoded = decode(result.stderr)
     fix = f"see the {decoded[0]} check: {decoded[1]}" if decoded else "read the error above"
-    return failed("import", last, "import succeeds", fix)
+    return failed("import", f"{what}: {why}"[:300], "import succeeds", fix)
 
 
 def _modules(wheel: Path) -> list[str]:

@@ -21,11 +21,11 @@ from wheelfarm.builder.build import BuildOptions, BuildResult, expectation, run_
 from wheelfarm.builder.target import Target, resolve, resolve_group, select
 from wheelfarm.builder.toolchain import installed_cuda_tag
 from wheelfarm.builder.verify import member_differences, verify_static
-from wheelfarm.core.errors import PlanError, UsageError, VerifyError
+from wheelfarm.core.errors import PlanError, PublishError, UsageError, VerifyError
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import host_platform
 from wheelfarm.core.record import BuildRecord, RecordError, path_for
-from wheelfarm.core.wheelname import build_id_from_wheel
+from wheelfarm.core.wheelname import build_id_from_wheel, build_id_or_none
 from wheelfarm.github.actions import SAVE_MARGIN_MINUTES
 from wheelfarm.github.assets import version_tag
 from wheelfarm.github.client import GitHubClient
@@ -207,6 +207,28 @@ def _record_problems(wheel: Path, record: Path) -> list[str]:
     return []
 
 
+def check_batch(wheels: list[Path], expect: list[str]) -> None:
+    """Before anything is uploaded: every wheel here is one of the builds this batch planned,
+    with its build record beside it (its hash is checked by `check_artifacts`). A build's code
+    can write into the wheelhouse that becomes dist/, so anything else (another package's wheel,
+    another batch's) is refused, and nothing at all is uploaded."""
+    planned = set(expect)
+    refused = []
+    for wheel in wheels:
+        if build_id_or_none(wheel.name) not in planned:
+            refused.append(f"{wheel.name} (not planned)")
+        elif not path_for(wheel).is_file():
+            refused.append(f"{wheel.name} (no build record)")
+    if refused:
+        shown = ", ".join(refused[:5]) + (" ..." if len(refused) > 5 else "")  # noqa: PLR2004
+        msg = (
+            f"{len(refused)} wheel(s) here are not this batch's planned builds with their build "
+            f"records: {shown}; only the builds --expect names are published: remove the others "
+            f"from the wheelhouse. Nothing was uploaded."
+        )
+        raise PublishError(msg)
+
+
 def publish_wheels(
     matrix: Matrix,
     expansion: Expansion,
@@ -220,6 +242,8 @@ def publish_wheels(
     if unknown:
         msg = f"--expect names {len(unknown)} build(s) this farm does not plan: {unknown[:5]}"
         raise PlanError(msg)
+    if expect is not None:
+        check_batch(wheels, expect)
     check_artifacts(matrix, expansion, wheels)
     builds = [expansion.by_id[b] for b in expect or ()]
     tags = {b.id: version_tag(b.dist, b.version) for b in builds}

@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import requests
 from packaging.version import Version
@@ -56,6 +56,24 @@ RETRIES = 2  # more tries of a request that got no answer or a 5xx
 TIMEOUT = 600.0  # seconds for the whole watch unless --timeout says otherwise
 
 
+# where a torch index's own pages send for files: PyPI serves wheels from its CDN
+FILE_HOSTS = frozenset({"files.pythonhosted.org", "download.pytorch.org"})
+
+
+def _file_url(url: str, page: str) -> str | None:
+    """Why the watch will not read a file URL an index page names (None: it may): https (or
+    loopback http, as `_index` allows) and on the page's own host or one of FILE_HOSTS, so a
+    hostile page cannot send the watch over plain http or to a host of its choosing."""
+    try:
+        _index(url, "file URL")
+    except UsageError as exc:
+        return str(exc)
+    host = urlsplit(url).hostname or ""
+    if host != urlsplit(page).hostname and host not in FILE_HOSTS:
+        return f"file URL {url!r}: host {host!r} is neither the index's nor one of FILE_HOSTS"
+    return None
+
+
 def _index(url: str, flag: str) -> str:
     """An https index URL; plain http only on this machine's loopback (127.0.0.0/8, ::1,
     localhost), judged by the parsed host: `http://localhost.evil.example/` is not loopback."""
@@ -73,10 +91,21 @@ def _index(url: str, flag: str) -> str:
     return url if url.endswith("/") else url + "/"
 
 
-def _session() -> requests.Session:
+def _session(index: str) -> requests.Session:
     """The watch's session: it runs daily, so a failing index is retried briefly (the next
-    day's run is the real retry) and --timeout bounds the whole of it."""
-    return make_session(retries=RETRIES, backoff=0.5)
+    day's run is the real retry) and --timeout bounds the whole of it. A redirect is held to
+    the rule of the URLs a page names (`_file_url`), so no answer sends it elsewhere."""
+    session = make_session(retries=RETRIES, backoff=0.5)
+
+    def hold(response: requests.Response, *_: object, **__: object) -> None:
+        if response.is_redirect:
+            target = urljoin(response.url, response.headers.get("Location", ""))
+            if (why := _file_url(target, index)) is not None:
+                msg = f"{response.url} redirects to {target!r}: {why}"
+                raise NetworkError(msg)
+
+    session.hooks["response"].append(hold)
+    return session
 
 
 def _candidates(known: set[str]) -> list[str]:
@@ -85,7 +114,7 @@ def _candidates(known: set[str]) -> list[str]:
     out = set(known)
     for major in {v.major for v in versions}:
         top = max(v.minor for v in versions if v.major == major)
-        out |= {cuda_tag(f"{major}.{m}") for m in range(top + 1, top + 4)}
+        out |= {cuda_tag(f"{major}.{m}") for m in range(top + 1, min(top + 4, 10))}
     out.add(cuda_tag(f"{max(v.major for v in versions) + 1}.0"))
     return sorted(out, key=cuda_version)
 
@@ -93,7 +122,7 @@ def _candidates(known: set[str]) -> list[str]:
 def torch_files(index: str, known: set[str], deadline: Deadline | None = None) -> list[IndexFile]:
     """Every torch file the index lists, with its yank."""
     index = _index(index, "--torch-index")
-    with _session() as session:
+    with _session(index) as session:
         page = f"{index}torch/"
         try:
             return project_files(session, page, deadline=deadline)
@@ -163,6 +192,10 @@ def _platform_cuda(
     if probe is None:
         return None
     doing = f"METADATA of {probe.filename}"
+    refused = _file_url(probe.url, page)
+    if refused is not None:
+        out.unread.append(f"torch {version} {platform}: its CUDA was not read ({refused})")
+        return None
     try:
         metadata, how = wheel_metadata(session, probe, deadline=deadline)
     except DeadlineError:
@@ -170,7 +203,11 @@ def _platform_cuda(
     except NetworkError as exc:
         out.unread.append(f"torch {version} {platform}: its CUDA was not read ({exc})")
         return None
-    pin = cuda_pin(metadata, platform)
+    try:
+        pin = cuda_pin(metadata, platform)
+    except ValueError as exc:  # a fact, not a change: the rest of the report goes on
+        out.facts.append(f"torch {version} {platform}: left out, {exc} [{page}: {doing}]")
+        return None
     if pin is None:
         out.cpu_only.setdefault(version, []).append(platform)
         out.facts.append(
@@ -191,7 +228,7 @@ def default_variant(
     patch than `current`), with the CUDA each platform's METADATA pins."""
     page = f"{_index(pypi, '--pypi-index')}torch/"
     out = DefaultVariant()
-    with _session() as session:
+    with _session(page) as session:
         files = project_files(session, page, deadline=deadline)
         by_version: dict[Version, list[tuple[Row, IndexFile]]] = {}
         for f in files:

@@ -48,7 +48,7 @@ class Farm:
         limits: Limits | None = None,
     ) -> None:
         self.matrix = load_matrix(REPO)
-        expansion = expand(self.matrix)
+        self.expansion = expansion = expand(self.matrix)
         self.builds = expansion.by_id
         self.plan = make_plan(self.matrix, expansion)  # every group's estimate and split
         # every build's group job, deferred builds' too (a later run plans them), and its job
@@ -120,7 +120,7 @@ class Farm:
                 else ""
             )
             part = env.get("SHARD", "") if "--shard" in script else ""
-            return self.build(model, inst, env["TARGET"], part, link)
+            return self.build(model, inst, env["TARGET"], part, link, env.get("PYTHONS", ""))
         if "install-cuda-windows" in script:
             return 0, 8.0
         return 0, 0.5
@@ -167,7 +167,7 @@ class Farm:
         out = inst.workspace / "wheelhouse"
         out.mkdir(parents=True, exist_ok=True)
         for build in builds:
-            farm_wheel(build, self.matrix.farm.platforms[build.platform].wheel_platform, out)
+            farm_wheel(self.matrix, build, out, expansion=self.expansion)
             self.built.add(build.id)
 
 

@@ -13,7 +13,12 @@ farm's job graph. It runs what the files say, the way GitHub's documentation say
   the pinned version (tests/actions/standins.py);
 - a scaled clock: the account's concurrent-job limit, the job and step time limits, the 24 h
   queue limit, artifact retention, and concurrency groups (one running and one pending run; a
-  newer run cancels the pending one).
+  newer run cancels the pending one);
+- GitHub's run limits (ADR 13): a run cancelled at 35 days, "Re-run failed jobs" refused 30
+  days after the run started, cancellation that kills running steps (SIGTERM 7.5 s after
+  SIGINT, jobs force-terminated 5 minutes after the cancel), caches restored only on the ref
+  that saved them or from the default branch, one content-creating budget for the token that
+  every job shares, and `on.schedule` fired on the model's clock (tests/actions/cron.py).
 
 A limit GitHub enforces is enforced here as GitHub does (the job fails) and recorded as a
 `LimitHit` naming the limit, the job and the value."""
@@ -33,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.actions.lifecycle import arm_cron, arm_deadline, stop_steps
 from tests.actions.workflow import (
     EXPR,
     MAP,
@@ -66,6 +72,10 @@ class Limits:
     cache_bytes: int = 10 * 1024**3
     cache_idle_minutes: int = 7 * 24 * 60
     retention_max_days: int = 90
+    run_minutes: int = 35 * 24 * 60  # a workflow run, waiting included: then it is cancelled
+    rerun_minutes: int = 30 * 24 * 60  # "Re-run failed jobs" after the run's start
+    sigterm_minutes: float = 7.5 / 60  # a cancelled step: SIGINT, SIGTERM 7.5 s later
+    force_minutes: float = 5.0  # jobs still running 5 minutes after the cancel are terminated
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,7 @@ class Artifact:
 @dataclass
 class CacheEntry:
     key: str
+    ref: str  # the run's ref that saved it: restored on that ref, or anywhere if the default
     files: Path
     size: int
     created: float
@@ -155,6 +166,9 @@ class Instance:
     path_dirs: list[str] = field(default_factory=list)
     self_hosted: bool = False
     action_outputs: dict[str, str] = field(default_factory=dict)  # the last action's outputs
+    wake: int = 0  # the number of the event that may continue this job; older ones are void
+    step_ends: float = 0.0  # when the running step ends
+    step_id: str = ""
     uploads: int = 0  # artifacts this job uploaded (500 at most)
 
 
@@ -173,6 +187,7 @@ class Run:
     top: Scope | None = None
     started: float = 0.0
     ended: float = 0.0
+    created: float = 0.0  # the run's start: the 30-day re-run window counts from it
 
     @property
     def nodes(self) -> Iterable[Node]:
@@ -226,7 +241,11 @@ class Model:
         self.repository = repository
         self.bridge = bridge or Bridge.shared()
         self.now = 0.0  # simulated minutes
-        self._events: list[tuple[float, int, Callable[[], None]]] = []
+        self._events: list[tuple[float, int, Callable[[], None], bool]] = []
+        self._live = 0  # events that are not timers: the model is idle when none is left
+        self.default_branch = "refs/heads/main"
+        self.creating_free = 0.0  # when the token's content-creating budget is next free
+        self.active: list[Instance] = []  # jobs on a runner
         self._seq = itertools.count()
         self._ids = itertools.count(1000)
         self.queue: list[Instance] = []
@@ -234,13 +253,19 @@ class Model:
         self.runs: list[Run] = []
         self.groups: dict[str, list[Run]] = {}
         self.artifacts: list[Artifact] = []
-        self.cache: dict[str, CacheEntry] = {}
+        self.cache: dict[tuple[str, str], CacheEntry] = {}  # (ref, key)
         self.limits_hit: list[LimitHit] = []
         self.runner_minutes = 0.0
         self.job_log: list[tuple[str, str, float, float]] = []  # (job, result, start, end)
         self.max_output_bytes = 0
         self.artifact_requests = 0  # REST calls the artifact actions made with a token
         self.deployed: list[Path] = []
+        self.deployed_at: list[float] = []  # the clock at each deploy of `deployed`
+        # runners busy while some job waits (queued, held by max-parallel, or a reusable
+        # workflow's call not yet started): their minutes, and the busy-runner minutes
+        self.waiting_minutes = 0.0
+        self.waiting_busy_minutes = 0.0
+        self._calling: dict[int, Node] = {}  # reusable-workflow jobs, by id, while open
         self.faults: dict[str, Any] = {}
         self.notes: list[str] = []  # what the actions reported as errors
         self.logs: dict[str, str] = {}  # the end of each failed job's log
@@ -254,7 +279,8 @@ class Model:
             if self.now - entry.used > self.limits.cache_idle_minutes:
                 del self.cache[key]
         while sum(e.size for e in self.cache.values()) > self.limits.cache_bytes:
-            del self.cache[min(self.cache.values(), key=lambda e: e.used).key]
+            oldest = min(self.cache.values(), key=lambda e: e.used)
+            del self.cache[oldest.ref, oldest.key]
 
     # -- events ------------------------------------------------------------------------------
 
@@ -293,8 +319,9 @@ class Model:
         return self.start(wf, "workflow_dispatch", inputs, "refs/heads/main")
 
     def start(self, wf: Workflow, event: str, inputs: dict[str, Any], ref: str) -> Run:
-        run = Run(next(self._ids), wf, event, inputs, ref, None)
+        run = Run(next(self._ids), wf, event, inputs, ref, None, created=self.now)
         self.runs.append(run)
+        arm_deadline(self, run)
         run.group = self._group(run)
         if run.group is None:
             self._begin(run)
@@ -343,18 +370,30 @@ class Model:
         self._advance(run)
 
     def cancel(self, run: Run) -> None:
-        """The run's cancel button: queued jobs end, running ones skip what is not `always()`."""
+        """The run's cancel button: queued jobs end, running steps stop (lifecycle.stop_steps),
+        later steps and jobs run only if `always()` or `cancelled()`."""
         run.cancelled = True
         for inst in list(self.queue):
             if self._run_of(inst) is run:
                 self.queue.remove(inst)
                 self._finish(inst, "cancelled")
+        stop_steps(self, run)
         self._advance(run)
 
     def rerun_failed(self, run: Run) -> None:
         """ "Re-run failed jobs": a new attempt in which failed and cancelled jobs, and the jobs
-        that depend on them, run again; the others keep their results and outputs."""
+        that depend on them, run again; the others keep their results and outputs. GitHub
+        refuses it 30 days after the run started (recorded, and nothing runs)."""
+        if self.now - run.created > self.limits.rerun_minutes:
+            age = (self.now - run.created) / 1440
+            self.limits_hit.append(
+                LimitHit(
+                    "re-run window", run.workflow.path.name, f"run {run.id} is {age:.1f} days old"
+                )
+            )
+            return
         run.attempt += 1
+        arm_deadline(self, run)
         run.cancelled = False
         run.status, run.conclusion = "in_progress", ""
         assert run.top is not None
@@ -382,18 +421,49 @@ class Model:
 
     def run_until_idle(self, limit_minutes: float = 60 * 24 * 60) -> None:
         """Run events up to `limit_minutes` on the clock (what is later stays scheduled)."""
-        while self._events and self._events[0][0] <= limit_minutes:
-            when, _, action = heapq.heappop(self._events)
+        while self._live and self._events[0][0] <= limit_minutes:
+            when, _, action, timer = heapq.heappop(self._events)
+            self._live -= not timer
+            self._count_waiting(when)
             self.now = max(self.now, when)
             action()
-        if self._events:
+        if self._live:
             self.now = limit_minutes
             return
         for inst in list(self.queue):
             self.hit("queue", inst, f"still queued after {self.now - inst.queued:.0f} min")
 
-    def at(self, minutes: float, action: Callable[[], None]) -> None:
-        heapq.heappush(self._events, (minutes, next(self._seq), action))
+    def _count_waiting(self, until: float) -> None:
+        """Add the busy runners up to `until` while anything waits to start."""
+        if until > self.now and (self.queue or any(n.pending for n in self._calling.values())):
+            self.waiting_minutes += until - self.now
+            self.waiting_busy_minutes += (until - self.now) * self.busy
+
+    @property
+    def busy_while_waiting(self) -> float:
+        """The mean of busy runners while some job waited (0 when none ever did)."""
+        return self.waiting_busy_minutes / self.waiting_minutes if self.waiting_minutes else 0.0
+
+    def at(self, minutes: float, action: Callable[[], None], *, timer: bool = False) -> None:
+        """Schedule `action`; a timer (a deadline, a schedule) fires only while something else
+        keeps the model busy, so an idle model stops."""
+        heapq.heappush(self._events, (minutes, next(self._seq), action, timer))
+        self._live += not timer
+
+    def _wake(self, inst: Instance, minutes: float, action: Callable[[], None]) -> None:
+        """Continue a job at `minutes`, voiding what was scheduled for it before (a kill)."""
+        inst.wake += 1
+        wake = inst.wake
+        self.at(minutes, lambda: action() if inst.wake == wake else None)
+
+    def schedules(self, *names: str) -> None:
+        """Fire these workflows' (by file name; all when none is named) `on.schedule` cron lines
+        on the model's clock (UTC, minute 0 is tests/actions/cron.EPOCH), while it is busy."""
+        for wf in self.workflows():
+            if names and wf.path.name not in names:
+                continue
+            for entry in sequence(wf.on.get("schedule")):
+                arm_cron(self, wf, str(mapping(entry)["cron"]))
 
     # -- the job graph -------------------------------------------------------------------------
 
@@ -467,6 +537,7 @@ class Model:
 
     def _call_next(self, run: Run, node: Node) -> None:
         """Start the next instances of a reusable-workflow job, up to its max-parallel."""
+        self._calling[id(node)] = node
         if run.cancelled and node.pending:
             node.results += ["cancelled"] * len(node.pending)
             node.pending = []
@@ -495,6 +566,7 @@ class Model:
         node.left = sum(1 for c in node.calls if _open(c)) + len(node.pending)
 
     def _close_call(self, run: Run, node: Node) -> None:
+        self._calling.pop(id(node), None)
         results = [n.result for c in node.calls for n in c.nodes.values()] + node.results
         outputs = {}
         on_call = mapping(node.calls[-1].workflow.on.get("workflow_call")) if node.calls else {}
@@ -556,6 +628,7 @@ class Model:
                 continue
             self.busy += 1
             node.running += 1
+            self.active.append(inst)
             self._start_job(inst)
 
     def hit(self, limit: str, inst: Instance, value: str) -> None:
@@ -604,7 +677,7 @@ class Model:
         }
         for key, v in mapping(node.scope.workflow.raw.get("env")).items():
             inst.env.setdefault(key, _text(self.value(v, ctx, {"success": True})))
-        self.at(self.now + 0.5, lambda: self._step(inst))  # the runner's setup
+        self._wake(inst, self.now + 0.5, lambda: self._step(inst))  # the runner's setup
 
     def _step(self, inst: Instance) -> None:
         run = self._run_of(inst)
@@ -615,15 +688,12 @@ class Model:
             return
         raw, tpl = mapping(steps_raw[inst.step]), steps_tpl[inst.step]
         inst.step += 1
-        status = {"success": not inst.failed and not run.cancelled, "failure": inst.failed,
-                  "cancelled": run.cancelled, "always": True}  # fmt: skip
-        ctx = self._context(run, inst.node.scope, needs={n: inst.node.scope.nodes[n] for n in inst.node.needs},
-                            matrix=inst.matrix, strategy=_strategy(inst, inst.node), inst=inst)  # fmt: skip
+        status, ctx = self._step_state(run, inst)
         step_id = str(tpl.get("id") or f"__step{inst.step}")
         if not self.truth(tpl.get("if"), ctx, status):
             inst.cancelled = inst.cancelled or run.cancelled
             inst.steps[step_id] = {"outputs": {}, "outcome": "skipped", "conclusion": "skipped"}
-            self.at(self.now, lambda: self._step(inst))
+            self._wake(inst, self.now, lambda: self._step(inst))
             return
         env = {
             **inst.env,
@@ -661,7 +731,8 @@ class Model:
         elapsed = self.now + minutes - inst.started
         if elapsed > inst.timeout:
             self.hit("job timed out", inst, f"{elapsed:.0f} min > {inst.timeout:.0f}")
-            self.at(inst.started + inst.timeout, lambda: self._end_job(inst, timed_out=True))
+            inst.step_ends, inst.step_id = inst.started + inst.timeout, step_id
+            self._wake(inst, inst.step_ends, lambda: self._end_job(inst, timed_out=True))
             return
         continue_on_error = bool(self.value(raw.get("continue-on-error", False), ctx, status))
         outcome = "success" if code == 0 else "failure"
@@ -669,7 +740,16 @@ class Model:
                                "conclusion": "success" if continue_on_error else outcome}  # fmt: skip
         if code != 0 and not continue_on_error:
             inst.failed = True
-        self.at(self.now + minutes, lambda: self._step(inst))
+        inst.step_ends, inst.step_id = self.now + minutes, step_id
+        self._wake(inst, inst.step_ends, lambda: self._step(inst))
+
+    def _step_state(self, run: Run, inst: Instance) -> tuple[dict[str, bool], dict[str, Any]]:
+        """The status functions and contexts a step's expressions see."""
+        status = {"success": not inst.failed and not run.cancelled, "failure": inst.failed,
+                  "cancelled": run.cancelled, "always": True}  # fmt: skip
+        ctx = self._context(run, inst.node.scope, needs={n: inst.node.scope.nodes[n] for n in inst.node.needs},
+                            matrix=inst.matrix, strategy=_strategy(inst, inst.node), inst=inst)  # fmt: skip
+        return status, ctx
 
     def _run(
         self,
@@ -733,9 +813,16 @@ class Model:
         minutes = max(0.5, used / 60)
         if self.github_requests is not None:  # the step's GitHub calls, at GitHub's pace
             total, creating = (b - a for a, b in zip(asked, self.github_requests(), strict=True))
-            minutes += total * REQUEST_SECONDS / 60 + creating * 60 / CREATING_PER_HOUR
+            minutes += total * REQUEST_SECONDS / 60 + self.creating(creating)
 
         return result.returncode, minutes, _outputs(files["output"])
+
+    def creating(self, requests: int) -> float:
+        """Minutes until `requests` content-creating requests are answered: the secondary limit
+        is the token's, so jobs creating content at once queue for one budget."""
+        start = max(self.now, self.creating_free)
+        self.creating_free = start + requests * 60 / CREATING_PER_HOUR
+        return self.creating_free - self.now if requests else 0.0
 
     def _default_shell(self, inst: Instance) -> str | None:
         for raw in (inst.node.raw, inst.node.scope.workflow.raw):
@@ -766,6 +853,7 @@ class Model:
         inst.node.outputs.update(outputs)
         self.busy -= 1
         inst.node.running -= 1
+        self.active.remove(inst)
         self.runner_minutes += self.now - inst.started
         if inst.workspace is not None and result != "success":
             log = inst.workspace / "_temp" / "log.txt"

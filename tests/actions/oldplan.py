@@ -26,7 +26,8 @@ OLD_KEYS = {
 
 
 def old(entry: dict[str, object], platform: str) -> dict[str, object]:
-    out = {OLD_KEYS.get(k, k): v for k, v in entry.items() if k != "batch"}
+    new = {"batch", "runner", "container", "after", "minutes"}  # keys of the one pool's jobs
+    out = {OLD_KEYS.get(k, k): v for k, v in entry.items() if k not in new}
     return {**out, "platform": platform}
 
 
@@ -45,6 +46,7 @@ def main(argv: list[str]) -> int:
         existing=existing,
         max_jobs=256,
         grouped=False,
+        one_run=False,
     )
     group_of = {g.id: g for g in plan.groups}
     limit = matrix.farm.hosted_job_limit_minutes
@@ -69,7 +71,7 @@ def main(argv: list[str]) -> int:
         info = matrix.farm.platforms[platform]
         shards = []
         for name, builds in groups:
-            made = [jobs(plan, group_of[b.id], limit) for b in builds]
+            made = [jobs(plan, group_of[b.id], limit, info) for b in builds]
             shards.append({"name": name, "runner": info.runner, "container": info.container,
                            "include": [old(m, platform) for _, m in made],
                            "compile": [old(c, platform) for cs, _ in made for c in cs]})  # fmt: skip

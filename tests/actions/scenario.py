@@ -7,14 +7,17 @@ on one package."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.actions.farm import Farm, Faults
-from tests.actions.model import LimitHit, Run
+from tests.actions.model import LimitHit, Model, Run
 from tests.fakegithub import FakeGitHub, fake_github
 from tests.synthetic import farm_wheel
+from wheelfarm.matrix.expand import Build
+from wheelfarm.matrix.plan import Filters, Plan, make_plan
 
 SCALE = 1000.0  # the fake GitHub's hour passes in 3.6 s
 
@@ -33,12 +36,18 @@ class Outcome:
     reruns: int
     artifact_requests: int
     notes: list[str]
+    tier1_hours: float  # from the first tag until the index holds every tier-1 wheel
+    tier1_windows_hours: float  # the same for win_amd64's tier-1 wheels
+    longest_run_days: float  # the longest farm run, from its start to its last job's end
+    busy_runners: float  # the mean of busy runners while any job waited
 
     def line(self) -> str:
         return (
             f"published={self.published}/{self.planned} lost={self.lost} "
             f"limits_hit={len(self.limits)} wall_days={self.wall_days:.1f} "
-            f"runner_hours={self.runner_hours:.0f}"
+            f"runner_hours={self.runner_hours:.0f} tier1_hours={self.tier1_hours:.1f} "
+            f"tier1_windows_hours={self.tier1_windows_hours:.1f} "
+            f"longest_run_days={self.longest_run_days:.1f} busy_runners={self.busy_runners:.1f}"
         )
 
 
@@ -56,11 +65,16 @@ def first_run(
     fake = FakeGitHub(scale=SCALE)
     with fake_github(fake):
         farm = Farm(fake, work, workflows=workflows, faults=Faults(lose_deploys=1))
-        wanted = _wanted(farm, inputs)
+        plan = _whole(farm, inputs)
+        wanted = {b.id for b in plan.todo}
         names = work / "names"
         names.mkdir(parents=True)
         fake.break_uploads = {_name(farm, b, names) for b in sorted(wanted)[-broken_uploads:]}
         model = farm.model
+        # the index's hourly schedule fires on the model's clock, and for the whole plan the
+        # farm's daily one, which starts the next run of a pass longer than pool.run_days (a
+        # selection leaves it out: a scheduled farm run plans the whole catalog)
+        model.schedules("pages.yml", *(["farm.yml"] if inputs is None else []))
 
         def tag(name: str) -> Run:
             if inputs is None:
@@ -100,6 +114,8 @@ def first_run(
     site = _site(model.deployed[-1]) if model.deployed else set()
     lost = len(farm.built - published) + len((published & wanted) - site)
     farm_runs = [r for r in model.runs if r.workflow.name == "farm"]
+    tier1 = {b.id for g in plan.groups if plan.placed[g.id].tier == 1 for b in g.builds}
+    windows = {i for i in tier1 if farm.builds[i].platform == "win_amd64"}
     return Outcome(
         planned=len(wanted),
         published=len(published & wanted),
@@ -115,22 +131,34 @@ def first_run(
         reruns=reruns,
         artifact_requests=model.artifact_requests,
         notes=list(model.notes),
+        tier1_hours=_on_index(model, tier1) / 60,
+        tier1_windows_hours=_on_index(model, windows) / 60,
+        longest_run_days=max((r.ended - r.started for r in farm_runs), default=0.0) / 1440,
+        busy_runners=model.busy_while_waiting,
     )
 
 
-def _wanted(farm: Farm, inputs: dict[str, Any] | None) -> set[str]:
-    """What the plan of the first run selects (deferred builds come in a later farm run)."""
-    from wheelfarm.matrix.expand import expand
-    from wheelfarm.matrix.plan import Filters, make_plan
+def _on_index(model: Model, builds: set[str]) -> float:
+    """The clock at the first deploy whose index holds every one of `builds` (inf: none did)."""
+    return next(
+        (
+            at
+            for at, site in zip(model.deployed_at, model.deployed, strict=True)
+            if builds <= _site(site)
+        ),
+        math.inf,
+    )
 
-    expansion = expand(farm.matrix)
+
+def _whole(farm: Farm, inputs: dict[str, Any] | None) -> Plan:
+    """The whole pass the selection asks for: what the farm runs build between them."""
     filters = Filters(**{k: tuple(v.split(",")) for k, v in (inputs or {}).items() if v})
-    return {b.id for b in make_plan(farm.matrix, expansion, filters=filters).todo}
+    return make_plan(farm.matrix, farm.expansion, filters=filters, one_run=False)
 
 
 def _name(farm: Farm, build_id: str, folder: Path) -> str:
     build = farm.builds[build_id]
-    return farm_wheel(build, farm.matrix.farm.platforms[build.platform].wheel_platform, folder).name
+    return farm_wheel(farm.matrix, build, folder, expansion=farm.expansion).name
 
 
 def _published(fake: FakeGitHub) -> set[str]:
@@ -144,3 +172,43 @@ def _published(fake: FakeGitHub) -> set[str]:
 def _site(site: Path) -> set[str]:
     data = json.loads((site / "packages.json").read_text(encoding="utf-8"))
     return {w["build_id"] for w in data["wheels"]}
+
+
+def every_feature(farm: Farm) -> dict[str, str]:
+    """farm.yml's dispatch inputs for a small selection that holds every ABI kind, arch kind
+    (`a`, `f`, `+PTX`), schema feature (a per-CUDA distribution name, one arch per binary, a
+    farm_requires consumer and its producer, a split compile) and platform the catalog has, on
+    one CUDA, two torch minors and two Pythons: what the synthetic wheels and the workflows
+    must get right for the whole plan. A catalog change that adds a kind is in it at once."""
+    cuda, torch, python = "cu130", ("2.12", "2.15"), ("3.12", "3.13")
+    filters = Filters(cuda=(cuda,), torch=torch, python=python)
+    plan = make_plan(farm.matrix, farm.expansion, filters=filters, one_run=False)
+    split = {b.id for g in plan.groups if g.id in plan.splits for b in g.builds}
+    packages = {p.name: p for p in farm.matrix.packages}
+
+    def kinds(b: Build) -> set[str]:
+        out = {f"abi:{b.abi}", f"platform:{b.platform}"}
+        out |= {f"arch:{a.variant}" for a in b.archs.archs if a.variant}
+        out |= {"arch:+PTX"} if any(a.ptx for a in b.archs.archs) else set()
+        out |= {"distribution"} if b.dist != b.package else set()
+        out |= {"farm_requires"} if b.requires else set()
+        out |= {"split"} if b.id in split else set()
+        out |= {"one_arch_per_binary"} if packages[b.package].one_arch_per_binary else set()
+        return out
+
+    have: dict[str, set[str]] = {}
+    for b in plan.todo:
+        have.setdefault(b.package, set()).update(kinds(b))
+    wanted = set().union(*have.values())
+    chosen: list[str] = []
+    while left := wanted - set().union(*(have[p] for p in chosen)):
+        chosen.append(max(sorted(have), key=lambda p: len(have[p] & left)))
+    producers = {farm.builds[r].package for p in chosen for b in plan.todo if b.package == p
+                 for r in b.requires}  # fmt: skip
+    return {
+        "package": ",".join(sorted({*chosen, *producers})),
+        "cuda": cuda,
+        "torch": ",".join(torch),
+        "python": ",".join(python),
+        "platform": "",
+    }

@@ -262,19 +262,23 @@ def download_artifact(model: Model, inst: Instance, inputs: dict[str, Any]) -> t
 
 
 def cache_restore(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[int, float]:
+    """actions/cache: a run restores caches its own ref saved, then the default branch's; never
+    another tag's or branch's (docs: "Dependency caching", restrictions for accessing a cache)."""
     assert inst.workspace is not None
     model.evict_cache()
     key = str(inputs["key"])
     prefixes = [p.strip() for p in str(inputs.get("restore-keys") or "").splitlines() if p.strip()]
-    entry = model.cache.get(key)
-    if entry is None:
-        for prefix in prefixes:
-            matches = sorted(
-                (e for k, e in model.cache.items() if k.startswith(prefix)), key=lambda e: e.created
-            )
+    entry = None
+    for ref in dict.fromkeys([model._run_of(inst).ref, model.default_branch]):
+        seen = [e for e in model.cache.values() if e.ref == ref]
+        entry = next((e for e in seen if e.key == key), None)
+        for prefix in prefixes if entry is None else ():
+            matches = sorted((e for e in seen if e.key.startswith(prefix)), key=lambda e: e.created)
             if matches:
                 entry = matches[-1]
                 break
+        if entry is not None:
+            break
     if entry is not None:
         entry.used = model.now
         shutil.copytree(entry.files, inst.workspace / str(inputs["path"]), dirs_exist_ok=True)
@@ -284,13 +288,13 @@ def cache_restore(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple
 
 def cache_save(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[int, float]:
     assert inst.workspace is not None
-    key = str(inputs["key"])
+    key, ref = str(inputs["key"]), model._run_of(inst).ref
     source = inst.workspace / str(inputs["path"])
-    if key in model.cache or not source.exists():
+    if (ref, key) in model.cache or not source.exists():
         return 0, 0.1  # "Cache already exists" / nothing to save: a warning, not a failure
     store = model.work / "cache" / f"{len(model.cache)}"
     shutil.copytree(source, store)
-    model.cache[key] = CacheEntry(key, store, _size(store), model.now, model.now)
+    model.cache[ref, key] = CacheEntry(key, ref, store, _size(store), model.now, model.now)
     model.evict_cache()
     return 0, 0.3
 
@@ -333,6 +337,7 @@ def deploy_pages(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[
         model.faults["lose_deploys"] -= 1
         return _fail(model, inst, "deployment lost (simulated)")
     model.deployed.append(site[-1].files)
+    model.deployed_at.append(model.now)
     inst.action_outputs = {
         "page_url": f"https://{model.repository.split('/')[0]}.github.io/{model.repository.split('/')[1]}/"
     }

@@ -15,7 +15,7 @@ import pytest
 
 from tests.actions.farm import Farm
 from tests.actions.model import Artifact, Model, RunStartError
-from tests.actions.scenario import SCALE, first_run
+from tests.actions.scenario import SCALE, every_feature, first_run
 from tests.actions.standins import standins
 from tests.actions.workflow import WorkflowError
 from tests.fakegithub import FakeGitHub, fake_github
@@ -331,3 +331,17 @@ def test_a_first_run_with_its_faults_publishes_everything(tmp_path: Path) -> Non
     assert sorted(outcome.runs.values()) == ["cancelled", "cancelled", "success", "success"]
     assert (outcome.published, outcome.lost) == (outcome.planned, 0)
     assert outcome.max_output_bytes <= MAX_OUTPUT_BYTES
+
+
+def test_every_kind_the_catalog_holds_goes_through_the_farm(tmp_path: Path) -> None:
+    """A selection holding every ABI kind, arch kind, schema feature and platform of the
+    catalog (scenario.every_feature) through the first run and its faults: what keeps
+    benchmarks/first_run.py alive on the whole plan when the catalog changes."""
+    fake = FakeGitHub(scale=SCALE)
+    with fake_github(fake):
+        inputs = every_feature(Farm(fake, tmp_path / "probe"))
+    outcome = first_run(tmp_path / "run", inputs=inputs, cancel_after_minutes=60)
+    assert outcome.limits == []
+    assert (outcome.published, outcome.lost) == (outcome.planned, 0)
+    assert outcome.planned > 30
+    assert outcome.tier1_hours < 24

@@ -58,7 +58,9 @@ CASES = [
             "--big-mb",
             "1",
         ],
-        rf"^published=(\d+)/\1 lost=0 limits_hit=0 wall_days={NUMBER} runner_hours=\d+$",
+        rf"^published=(\d+)/\1 lost=0 limits_hit=0 wall_days={NUMBER} runner_hours=\d+ "
+        rf"tier1_hours={NUMBER} tier1_windows_hours=({NUMBER}|inf) longest_run_days={NUMBER} "
+        rf"busy_runners={NUMBER}$",
         id="first_run",
     ),
     pytest.param(

@@ -1,4 +1,4 @@
-"""scripts/farm-job.sh, the one entry point of a Linux build job, run here the way build-linux.yml
+"""scripts/farm-job.sh, the one entry point of a Linux build job, run here the way build.yml
 runs it in the pinned container (this machine's CUDA toolkit stands in for the one it installs
 there): the demo built twice through it, the second time from a fresh work folder on the first
 build's compiler cache, as a rerun on a new runner restores it; and a job past its deadline.

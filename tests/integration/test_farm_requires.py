@@ -13,6 +13,7 @@ from packaging.utils import parse_wheel_filename
 from wheelfarm.builder.build import install_farm_wheel
 from wheelfarm.builder.target import FarmWheel
 from wheelfarm.core.errors import VerifyError
+from wheelfarm.core.wheelname import build_id_from_wheel
 
 from .conftest import DemoBuild, fresh_venv, serve_wheel
 
@@ -21,7 +22,9 @@ pytestmark = pytest.mark.integration
 
 def _pinned(demo_build: DemoBuild) -> FarmWheel:
     name, version, _, _ = parse_wheel_filename(demo_build.wheel.name)
-    return FarmWheel(f"{name}=={version}", "cu130", "2.14")
+    return FarmWheel(
+        f"{name}=={version}", "cu130", "2.14", build_id_from_wheel(demo_build.wheel.name)
+    )
 
 
 @pytest.mark.parametrize("source", ["wheelhouse", "index"])
@@ -43,8 +46,12 @@ def test_a_wheelhouse_without_it_is_a_verify_error_naming_the_pin(
     demo_build: DemoBuild, tmp_path: Path
 ) -> None:
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
+    pinned = _pinned(demo_build)
     other_cell = FarmWheel(
-        _pinned(demo_build).pin.replace("torch2.14", "torch2.13"), "cu130", "2.13"
+        pinned.pin.replace("torch2.14", "torch2.13"),
+        "cu130",
+        "2.13",
+        pinned.build_id.replace("torch2.14", "torch2.13"),
     )
     with pytest.raises(VerifyError) as info:
         install_farm_wheel(

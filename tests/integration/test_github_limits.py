@@ -284,7 +284,7 @@ def _farm_wheels(dest: Path, count: int) -> list[Any]:
     builds = [b for b in expand(matrix).builds if b.package == "wheelfarm-demo"][:count]
     dest.mkdir()
     for b in builds:
-        farm_wheel(b, matrix.farm.platforms[b.platform].wheel_platform, dest)
+        farm_wheel(matrix, b, dest)
     return builds
 
 
@@ -342,3 +342,22 @@ def test_publish_expect_refuses_a_file_that_is_no_shard(tmp_path: Path) -> None:
     result = wheelfarm("publish", tmp_path / "dist", "--repo", "octo/farm", "--api",
                        "http://127.0.0.1:9", "--expect", shard, check=False)  # fmt: skip
     assert result.returncode == 2 and "not a shard of the plan" in result.stderr
+
+
+def test_publish_refuses_a_wheel_its_batch_did_not_plan_and_uploads_nothing(
+    tmp_path: Path,
+) -> None:
+    """Issue 36: build code writes the wheelhouse that becomes dist/. A planned build of
+    another batch beside this batch's wheel: exit 8 naming it, and no request reaches GitHub."""
+    planned, _ = _farm_wheels(tmp_path / "dist", 2)
+    shard = tmp_path / "shard.json"
+    shard.write_text(json.dumps({"name": "linux_x86_64-1", "include": [{"id": planned.id}]}))
+    with fake_github() as gh:
+        result = wheelfarm("publish", tmp_path / "dist", "--repo", gh.repo, "--api", gh.base,
+                           "--uploads", f"{gh.base}/uploads", "--expect", shard, check=False,
+                           env={**os.environ, "GITHUB_TOKEN": "t"})  # fmt: skip
+    assert result.returncode == 8, result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert "1 wheel(s) here are not this batch's planned builds" in line
+    assert "(not planned)" in line and "Nothing was uploaded" in line
+    assert gh.log == []

@@ -37,9 +37,9 @@ JSON = "application/vnd.pypi.simple.v1+json"
 PIN = 'cuda-toolkit[cublas,cudart,cusparse]==13.2.2; platform_system == "Linux"'
 
 
-def wheel(name: str, *, linux: bool) -> bytes:
+def wheel(name: str, *, linux: bool, pin: str = PIN) -> bytes:
     """A small real wheel holding the METADATA torch ships (a CUDA pin on Linux only)."""
-    requires = ["filelock", *([PIN] if linux else []), 'optree>=0.13.0; extra == "optree"']
+    requires = ["filelock", *([pin] if linux else []), 'optree>=0.13.0; extra == "optree"']
     metadata = "Metadata-Version: 2.1\nName: torch\nVersion: 2.15.0\nRequires-Python: >=3.11\n"
     metadata += "".join(f"Requires-Dist: {r}\n" for r in requires)
     out = io.BytesIO()
@@ -104,6 +104,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         kind, body = found
+        if kind == "redirect":  # body: where to
+            self.send_response(302)
+            self.send_header("Location", body.decode())
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         wanted = self.headers.get("Range", "")
         if wanted.startswith("bytes=") and self.fake.ranges:
             first, last = (int(x) for x in wanted[6:].split("-"))
@@ -263,3 +269,61 @@ def test_a_corrupt_wheel_is_a_named_unread_cuda(farm: Path) -> None:
         out, err, code = watch(farm, url)
     assert code == 10 and "2.15.0" not in out  # nothing proven, nothing proposed
     assert "torch 2.15.0 linux_x86_64: its CUDA was not read (METADATA of" in err
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://evil.example/packages/{name}",  # plain http from another host
+        "https://evil.example/packages/{name}",  # https, but a host the watch does not expect
+        "http://localhost.evil.example/packages/{name}",
+    ],
+)
+def test_file_urls_a_page_names_are_held_to_https_and_expected_hosts(farm: Path, url: str) -> None:
+    """Issue 36 row 6: the https-or-loopback rule and the host holds for the file URLs inside
+    the page, not only the index URL; nothing is read from such a URL."""
+    fake = pypi_files()
+    page = json.loads(fake.files["/simple/torch/"][1])
+    for entry in page["files"]:
+        if "x86_64" in entry["filename"]:
+            entry["url"] = url.format(name=entry["filename"])
+    fake.files["/simple/torch/"] = (JSON, json.dumps(page).encode())
+    with serving(fake) as served:
+        _, err, _ = watch(farm, served)
+    refused = [line for line in err.splitlines() if "linux_x86_64: its CUDA was not read" in line]
+    assert len(refused) == 1 and "file URL 'http" in refused[0] and "evil.example" in refused[0]
+    assert not any("x86_64" in p for p in fake.requests)  # never fetched
+    assert "torch 2.15.0 linux_aarch64: default CUDA cu132" in err  # the rest goes on
+
+
+def test_a_cuda_no_tag_can_write_is_one_line_and_the_rest_goes_on(farm: Path) -> None:
+    """Issue 36 row 8: cuda-toolkit==13.99.1 is not cu1399 (which reads back as CUDA 139.9)."""
+    fake = pypi_files()
+    page = json.loads(fake.files["/simple/torch/"][1])
+    for entry in page["files"]:
+        if entry["filename"].endswith("x86_64.whl"):
+            body = wheel(entry["filename"], linux=True, pin=PIN.replace("13.2.2", "13.99.1"))
+            fake.files[f"/packages/{entry['filename']}"] = ("application/octet-stream", body)
+            entry["size"] = len(body)
+    fake.files["/simple/torch/"] = (JSON, json.dumps(page).encode())
+    with serving(fake) as url:
+        out, err, _ = watch(farm, url)
+    assert "cu1399" not in out + err and "139.9" not in out + err
+    (line,) = [x for x in err.splitlines() if "13.99.1 has no tag" in x]
+    assert "torch 2.15.0 linux_x86_64: left out" in line
+    assert "torch 2.15.0 linux_aarch64: default CUDA cu132" in err
+    assert '+  - torch: "2.15.0"' in out  # the report and its proposal go on
+
+
+def test_a_redirect_off_https_or_the_expected_hosts_is_not_followed(farm: Path) -> None:
+    """A file URL on the index's own host that answers with a redirect elsewhere: refused at the
+    redirect, one line, and the rest of the report goes on."""
+    fake = pypi_files()
+    for path in list(fake.files):
+        if path.endswith("x86_64.whl"):
+            fake.files[path] = ("redirect", b"http://evil.example/t.whl")
+    with serving(fake) as url:
+        _, err, _ = watch(farm, url)
+    (line,) = [x for x in err.splitlines() if "linux_x86_64: its CUDA was not read" in x]
+    assert "redirects to 'http://evil.example/t.whl'" in line and "use https" in line
+    assert "torch 2.15.0 linux_aarch64: default CUDA cu132" in err

@@ -7,6 +7,7 @@ objects nvcc builds there, checked against NVIDIA's cuobjdump."""
 from __future__ import annotations
 
 import ast
+import re
 import struct
 import sys
 from pathlib import Path
@@ -304,3 +305,35 @@ def test_a_listed_variant_is_what_verify_expects_and_the_package_gets_plain_numb
     assert "a" not in archs.torch and "a" not in archs.spelled("semicolon-int")
     problems = _arch_problems("pkg/_C.so", BinaryInfo(frozenset(cubins), frozenset()), archs)
     assert (problems == []) == ok, problems
+
+
+@pytest.mark.parametrize(
+    ("listed", "named"),
+    [("12.0a+PTX", "+PTX only on a plain arch"), ("10.0f+PTX", "+PTX only on a plain arch")]
+    + [(t, "duplicate arch") for t in ("9.0;9.0", "9.0a;9.0", "9.0;9.0+PTX", "8.0;12.0f;12.0a")],
+)
+def test_ptx_on_a_variant_and_duplicate_archs_are_refused(listed: str, named: str) -> None:
+    """Issue 36 row 7: arch-specific PTX runs on no later GPU, and one SM listed twice builds
+    twice (or claims a plain cubin its variant twin replaces)."""
+    with pytest.raises(ValueError, match=re.escape(named)) as caught:
+        ArchList.parse(listed)
+    assert listed.rsplit(";", maxsplit=1)[-1] in str(caught.value)
+
+
+arch_items = st.tuples(numbers, st.sampled_from(["", "a", "f"]), st.booleans())
+
+
+@given(st.lists(arch_items, min_size=1, max_size=6))
+def test_an_arch_list_parses_exactly_when_plain_ptx_and_no_sm_twice(items: Any) -> None:
+    """Property: any list of well-formed items round-trips, unless an SM repeats or PTX rides
+    on a variant, and then it is one ValueError naming the list."""
+    text = ";".join(f"{m}.{n}{v}" + ("+PTX" if p else "") for (m, n), v, p in items)
+    sms = [m * 10 + n for (m, n), _, _ in items]
+    valid = len(set(sms)) == len(sms) and not any(v and p for _, v, p in items)
+    if valid:
+        assert ArchList.parse(text).listed == text
+    else:
+        with pytest.raises(ValueError, match="arch") as caught:
+            ArchList.parse(text)
+        assert text in str(caught.value)
+        assert "\n" not in str(caught.value)

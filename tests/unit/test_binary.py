@@ -15,6 +15,8 @@ from types import FrameType
 
 import pytest
 from elftools.elf.elffile import ELFFile
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wheelfarm.builder.binary import (
     FATBIN_MAGIC,
@@ -251,6 +253,24 @@ def test_truncated_pe_raises_value_error(cut: Callable[[bytes], int]) -> None:
     data = launcher("t64.exe").read_bytes()
     with deadline(), pytest.raises(ValueError, match=r"^(truncated|corrupt) PE: "):
         inspect_binary(data[: cut(data)])
+
+
+# The mingw-built DLL whose .nv_fatb holds nvcc 13.0's sm_90 and sm_120a (+PTX) fatbin
+# (tests/unit/fatbins/README.md; tests/integration/test_windows_fatbin.py rebuilds it).
+FATBIN_DLL = Path(__file__).parent / "fatbins" / "sm_90_sm_120a_ptx.dll"
+
+
+def test_real_pe_fatbin_archs() -> None:
+    info = inspect_binary(FATBIN_DLL.read_bytes())
+    assert (info.cubins, info.ptx, info.needed) == ({"sm_90", "sm_120a"}, {"sm_120a"}, ())
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(cut=st.integers(2, FATBIN_DLL.stat().st_size - 1))  # from past its "MZ"
+def test_truncated_pe_fatbin_is_one_line(cut: int) -> None:
+    """Cut anywhere, the stripped DLL (which ends with its last section) is refused in one line."""
+    with deadline(), pytest.raises(ValueError, match=r"^(truncated|corrupt) PE: [^\n]*$"):
+        inspect_binary(FATBIN_DLL.read_bytes()[:cut])
 
 
 # --- dispatch ----------------------------------------------------------------------------------

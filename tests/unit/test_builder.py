@@ -17,7 +17,8 @@ from wheelfarm.builder.provenance import set_by_build
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.target import resolve
 from wheelfarm.builder.verify import Expectation, verify_static
-from wheelfarm.core.errors import BuildError, PlanError, ToolchainError
+from wheelfarm.core.errors import BuildError, PlanError, ToolchainError, VerifyError
+from wheelfarm.core.proc import CommandFailedError
 from wheelfarm.core.wheelfile import metadata, record_problems, write_wheel
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
@@ -297,3 +298,107 @@ def test_windows_builds_get_compat_yamls_nvcc_flags_for_their_cuda(
     if flags:
         before = {"NVCC_APPEND_FLAGS": "-DX"}
         assert msvc_nvcc_flags(target, before) == {"NVCC_APPEND_FLAGS": f"-DX {flags}"}
+
+
+@pytest.mark.parametrize(
+    ("child", "code", "named"),
+    [
+        (
+            (
+                'Traceback (most recent call last):\n  File "<string>", line 3, in <module>\n'
+                "    importlib.import_module(name)\n    ^^^^^^\n"
+                "ImportError: libcudart.so.13: cannot open shared object file\n"
+            ),
+            1,
+            "ImportError: libcudart.so.13: cannot open shared object file",
+        ),
+        ("", -7, "crashed: killed by SIGBUS (signal 7)"),
+    ],
+)
+def test_a_failed_import_check_names_the_exception(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, child: str, code: int, named: str
+) -> None:
+    """After an 11-minute compile the line must say why the import failed, not only that it did."""
+    from wheelfarm.builder import build, envs
+
+    log = tmp_path / "7-verify.log"
+
+    def dies(cmd: list[object], **k: object) -> None:
+        log.write_text(f"+ python -c ...\n{child}")
+        msg = "command failed"
+        raise CommandFailedError(msg, code)
+
+    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
+    monkeypatch.setattr(envs, "pip_install", lambda *a, **k: None)
+    monkeypatch.setattr(build, "call", dies)
+    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})
+    wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
+    with pytest.raises(VerifyError) as caught:
+        build.check_import(wheel, ("pkg._C",), None, tmp_path / "venv", python="python3", log=log)
+    assert caught.value.problems == [
+        f"import of pkg._C failed in a fresh venv with its torch: {named}; log: {log}"
+    ]
+
+
+def test_the_import_check_loads_every_extension_module_in_record(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A namespace package imports with its .so cut to 4 KB: each binary RECORD lists is loaded
+    in its own child (a crash fails that one check), vendored .so.N and .data files are not."""
+    from wheelfarm.builder import build, envs
+    from wheelfarm.core import loadcheck
+
+    wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
+    record = (
+        "pkg/ext/_C.cpython-312-x86_64-linux-gnu.so,sha256=x,4096\n"
+        "pkg/ops.abi3.so,sha256=x,1\n"
+        "pkg.libs/libgomp-a1.so.1,sha256=x,1\n"
+        "pkg-1.0.data/scripts/x.so,sha256=x,1\n"
+        "../evil.so,sha256=x,1\n"
+        "pkg-1.0.dist-info/RECORD,,\n"
+    )
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("pkg-1.0.dist-info/RECORD", record)
+    codes: list[list[object]] = []
+    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
+    monkeypatch.setattr(envs, "pip_install", lambda *a, **k: None)
+    monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[2:]))
+    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})
+    torch_env = envs.TorchEnv(tmp_path / "torch", "2.14.1", "cu130", "pip")
+    build.check_import(
+        wheel, ("pkg",), torch_env, tmp_path / "venv", python="python3", log=tmp_path / "l"
+    )
+    program = loadcheck.LOAD_PROGRAM
+    assert codes == [
+        [build.IMPORT_PROGRAM, "torch", "pkg"],
+        [program, "torch", "", "pkg/ext/_C.cpython-312-x86_64-linux-gnu.so"],
+        [program, "torch", "", "pkg/ops.abi3.so"],
+    ]
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+def test_import_gpu_modules_are_imported_only_where_a_gpu_is(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    gpu: bool,
+) -> None:
+    """A module that asks for the GPU at import is checked on a GPU builder, and a GPU-less
+    builder says it skipped it instead of failing or dropping it silently."""
+    from wheelfarm.builder import build, envs
+
+    codes: list[list[object]] = []
+    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
+    monkeypatch.setattr(envs, "pip_install", lambda *a, **k: None)
+    monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[3:]))
+    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})
+    monkeypatch.setattr(build.driver, "driver_loads", lambda: gpu)
+    wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
+    caplog.set_level("INFO")
+    build.check_import(
+        wheel, ("pkg",), None, tmp_path / "venv",
+        python="python3", log=tmp_path / "log", gpu_imports=("pkg.cuda_ops",),
+    )  # fmt: skip
+    assert codes == [["pkg", "pkg.cuda_ops"] if gpu else ["pkg"]]
+    skipped = "skipped pkg.cuda_ops (import_gpu): they need a GPU, and this builder has none"
+    assert (skipped in caplog.text) is not gpu

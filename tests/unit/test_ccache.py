@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from wheelfarm.builder import ccache
+from wheelfarm.builder import ccache, envs
 from wheelfarm.builder.platforms import WINDOWS
+from wheelfarm.builder.wrapper import Spec
 
 
 def _exe(path: Path, text: str = "") -> Path:
@@ -77,32 +78,37 @@ def test_no_ccache_leaves_the_environment_alone(
     assert not (tmp_path / "shims").exists()
 
 
-def test_windows_masquerades_cl_and_prefixes_nvcc(tmp_path: Path, tools: dict[str, str]) -> None:
+def test_windows_wraps_cl_and_nvcc_behind_the_launcher(
+    tmp_path: Path, tools: dict[str, str]
+) -> None:
     real_cl = _exe(tmp_path / "msvc" / "cl.exe")
     env = {**tools, "PATH": tools["PATH"] + os.pathsep + str(real_cl.parent)}
     out = ccache.wrap_compilers(
         env, tmp_path / "cuda", tmp_path / "shims", base=tmp_path, platform=WINDOWS
     )
     assert out["PATH"].split(os.pathsep)[0] == str(tmp_path / "shims")
-    assert (tmp_path / "shims" / "cl.exe").read_bytes() == (
-        tmp_path / "tools" / "ccache"
-    ).read_bytes()
-    assert out["PYTORCH_NVCC"] == f"{tmp_path}/tools/ccache {tmp_path}/cuda/bin/nvcc.exe"
-    assert out["NVCC_CCBIN"] == str(real_cl)  # nvcc's own host compiles skip the masquerade
+    assert out["PYTORCH_NVCC"] == str(tmp_path / "shims" / "nvcc.exe")
+    spec = Spec.from_env(out)  # what builder/wrapper.py runs as cl and as nvcc
+    assert (spec.ccache, spec.cl) == (f"{tmp_path}/tools/ccache", str(real_cl))
+    assert spec.nvcc == f"{tmp_path}/cuda/bin/nvcc.exe"
+    assert out["NVCC_CCBIN"] == str(real_cl)  # nvcc's own host compiles skip the wrapper
     assert out["TORCH_NO_COMPILER_WRAPPER"] == "1"
 
 
 def test_linux_wrappers_reach_the_torch_envs_headers_through_views(
-    tmp_path: Path, tools: dict[str, str]
+    tmp_path: Path, tools: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Views in the work folder (hard links) of torch's headers and the nvidia-* wheels'; the
+    """Views in the work folder (read-only hard links of a sealed env's files where mode bits
+    bind, tests/unit/test_env_sharing.py) of torch's headers and the nvidia-* wheels'; the
     wrappers name them (tests/integration/test_python_groups.py runs the wrappers)."""
+    monkeypatch.setattr(ccache, "links_are_safe", lambda: True)
     site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
     (site / "torch" / "include" / "ATen").mkdir(parents=True)
     (site / "torch" / "include" / "torch").mkdir()
     (site / "torch" / "include" / "ATen" / "ATen.h").write_text("// aten\n")
     (site / "nvidia" / "cusparse" / "include").mkdir(parents=True)
     (site / "nvidia" / "cusparse" / "include" / "cusparse.h").write_text("// cusparse\n")
+    envs.seal(tmp_path / "env", envs.manifest_of(tmp_path / "env"))
     work = tmp_path / "work"
     headers = ccache.Headers(
         torch=site / "torch" / "include", libraries=(site / "nvidia" / "cusparse" / "include",)
@@ -137,11 +143,11 @@ def test_without_ccache_the_library_headers_go_on_cpath(
     assert env["CPATH"] == f"{folder}{os.pathsep}/mine"
 
 
-def test_windows_keeps_torchs_paths_and_puts_the_library_views_on_cpath(
+def test_windows_reaches_the_torch_envs_headers_through_views_as_linux_does(
     tmp_path: Path, tools: dict[str, str]
 ) -> None:
-    """ccache's cl.exe masquerade passes arguments on as they are: no torch view is made
-    (nothing would name it), and the nvidia-* headers' views go on CPATH."""
+    """The wrappers rewrite torch's folder to its view and add the nvidia-* headers' views as
+    -I: no CPATH, which nvcc.exe and cl read but ccache does not hash (ADR 16)."""
     real_cl = _exe(tmp_path / "msvc" / "cl.exe")
     site = tmp_path / "env" / "Lib" / "site-packages"
     (site / "torch" / "include" / "torch").mkdir(parents=True)
@@ -154,8 +160,11 @@ def test_windows_keeps_torchs_paths_and_puts_the_library_views_on_cpath(
     out = ccache.wrap_compilers(
         env, tmp_path / "cuda", work / "shims", base=work, headers=headers, platform=WINDOWS
     )
-    assert out["CPATH"] == str(work / ccache.LIBRARY_VIEWS / "0-cublas")
-    assert not (work / ccache.TORCH_VIEW).exists()
+    spec = Spec.from_env(out)
+    assert "CPATH" not in out
+    assert spec.include == (str(work / ccache.LIBRARY_VIEWS / "0-cublas"),)
+    assert spec.rewrite == {str(site / "torch" / "include"): str(work / ccache.TORCH_VIEW)}
+    assert (work / ccache.TORCH_VIEW / "torch").is_dir()
 
 
 def test_a_ccache_log_gives_each_compiles_command_object_and_result(tmp_path: Path) -> None:

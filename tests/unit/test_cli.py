@@ -26,7 +26,7 @@ CASES = {
     "build": (["build", "--local", "--nope"], ["build", "--local", "--root", MISSING]),
     "farm": (["farm", "--store"], ["farm", "--root", MISSING]),
     "verify": (["verify"], ["verify", f"{MISSING}.whl", "--local"]),
-    "index": (["index"], ["index", "--wheelhouse", MISSING]),
+    "index": (["index", "--wheelhouse"], ["index", "--wheelhouse", MISSING]),
     "publish": (["publish", "x", "--repo"], ["publish", MISSING, "--repo", "octo/farm"]),
     "coverage": (["coverage", "--write-docs=yes"], ["coverage", "--existing", MISSING]),
     "toolkit": (
@@ -36,6 +36,20 @@ CASES = {
     "install-cuda": (
         ["install-cuda", "cu130"],
         ["install-cuda", "cu130", "--dest", "x", "--root", MISSING],
+    ),
+    "msvc-env": (
+        ["msvc-env", "--cuda-home"],
+        [
+            "msvc-env",
+            "--cuda-home",
+            "C:/cuda",
+            "--vcvars-output",
+            MISSING,
+            "--github-env",
+            "env",
+            "--github-path",
+            "path",
+        ],
     ),
     "pages-url": (["pages-url", "--repo"], ["pages-url", "--repo", "o/r", "--root", MISSING]),
     "serve": (["serve", "--port", "eighty"], ["serve", MISSING]),

@@ -5,13 +5,15 @@ and verify's expected name follow the wheel's own name, so a published wheel rea
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable
 
 import pytest
 
 from wheelfarm.builder.build import expectation
 from wheelfarm.builder.target import FarmWheel, resolve
-from wheelfarm.core.errors import ConfigError
+from wheelfarm.core.errors import ConfigError, PlanError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.github.assets import release_tag
@@ -56,7 +58,13 @@ def test_the_target_pins_and_verifies_by_the_per_cuda_name(matrix_dir: MakeRoot)
     e = expand(m)
     t = resolve(m, e, "user-cu130-1.0.0-cu130-cp312-linux_x86_64")
     assert t.farm_requires == (
-        FarmWheel("base-cu130==1.0.0+cu130", "cu130", "2.14", at_build=True),
+        FarmWheel(
+            "base-cu130==1.0.0+cu130",
+            "cu130",
+            "2.14",
+            "base-cu130-1.0.0-cu130-cp312-linux_x86_64",
+            at_build=True,
+        ),
     )
     assert t.farm_requires[0].requirement == "base-cu130==1.0.0"
     assert expectation(t).name == "user-cu130"
@@ -84,3 +92,39 @@ def test_the_loader_names_a_bad_value(matrix_dir: MakeRoot, extra: str, problem:
         load_matrix(_root(matrix_dir, base=extra))
     assert problem in str(info.value)
     assert "base.yaml" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "key"),
+    [
+        ("newcomer", 'distribution: "Base_{cuda_tag}"\n', "distribution"),  # cumm's, respelled
+        ("base-cu130", "", "distribution"),  # a file named as base's per-CUDA wheel
+    ],
+)
+def test_two_files_of_one_wheel_name_are_refused_naming_both(
+    matrix_dir: MakeRoot, name: str, extra: str, key: str
+) -> None:
+    """Issue 36: a second file claiming `base-cu130` would give its builds base's ids, and
+    `build` of base's id would build the newcomer's source."""
+    user = BASE + "farm_requires: [base]\nfarm_build_requires: [base]\n"
+    root = matrix_dir(
+        {
+            "base": package_yaml("base", extra=BASE + 'distribution: "base-{cuda_tag}"\n'),
+            "user": package_yaml("user", extra=user + 'distribution: "user-{cuda_tag}"\n'),
+            name: package_yaml(name, extra=BASE + extra),
+        }
+    )
+    with pytest.raises(ConfigError) as info:
+        load_matrix(root)
+    (line,) = [p for p in str(info.value).splitlines() if "wheel name" in p]
+    files = sorted([f"{name}.yaml", "base.yaml"])  # the later file is refused, naming the first
+    wanted = rf"{files[1]}: {key}: wheel name 'base-cu1\d+' is also {files[0]}'s: one package file"
+    assert re.search(wanted.replace(".yaml", r"\.yaml"), line)
+
+
+def test_builds_are_never_indexed_over_one_another(matrix_dir: MakeRoot) -> None:
+    e = expand(load_matrix(_root(matrix_dir)))
+    twin = dataclasses.replace(e.builds[0], package="newcomer")
+    doubled = dataclasses.replace(e, builds=(*e.builds, twin))
+    with pytest.raises(PlanError, match=f"build id '{twin.id}' is planned twice"):
+        _ = doubled.by_id

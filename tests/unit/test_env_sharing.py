@@ -4,12 +4,17 @@ torch), and never a file whose bytes differ."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
-from wheelfarm.builder import envs
+from wheelfarm.builder import ccache, envs
+from wheelfarm.core.errors import ToolchainError
+from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 
 MIB = 1 << 20
 
@@ -57,3 +62,181 @@ def test_a_file_system_without_hard_links_keeps_the_copy(
     assert envs.share_files(new, [first]) == 0
     assert (new / "lib/python3.11/site-packages/nvidia/lib.so").read_bytes() == lib
     assert not list(new.rglob("*.wheelfarm-link"))
+
+
+# Issue 36 row 4: nothing shared is writable, and a reuse checks the env's content.
+PROBE = "311 /usr 3.11.2 (main)"
+SITE = "lib/python3.11/site-packages"
+
+
+def _fake_pip(lib: bytes) -> Callable[..., str]:
+    """`call` for torch_env: a venv is a folder; torch's install a big library and a header."""
+
+    def call(argv: Sequence[object], **_: object) -> str:
+        args = [str(a) for a in argv]
+        if "venv" in args:
+            site = Path(args[-1]) / SITE
+            (site / "torch" / "lib").mkdir(parents=True)
+            (site / "torch" / "include" / "ATen").mkdir(parents=True)
+            (site / "torch" / "lib" / "libtorch_cuda.so").write_bytes(lib)
+            (site / "torch" / "include" / "ATen" / "ATen.h").write_text("// aten\n")
+        if args[-1].startswith("import json, torch"):
+            return json.dumps(["2.15.0+cu132", "13.2"])
+        return PROBE
+
+    return call
+
+
+def _made(tmp_path: Path, torch: str) -> envs.TorchEnv:
+    return envs.torch_env(
+        tmp_path, python="python3", torch=torch, cuda="cu132", index=envs.PIP_INDEX,
+        log=tmp_path / "log",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("safe", [True, False])
+def test_envs_are_sealed_and_share_inodes_only_where_read_only_binds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, safe: bool
+) -> None:
+    monkeypatch.setattr(envs, "call", _fake_pip(b"t" * (2 * MIB)))
+    monkeypatch.setattr(envs, "links_are_safe", lambda: safe)
+    first, second = _made(tmp_path, "2.15.0"), _made(tmp_path, "2.15.1")
+    libs = [e.path / SITE / "torch/lib/libtorch_cuda.so" for e in (first, second)]
+    assert (libs[0].stat().st_ino == libs[1].stat().st_ino) is safe  # root: copies
+    for env in (first, second):
+        for path in [env.path, *env.path.rglob("*")]:
+            assert not path.lstat().st_mode & 0o222, path  # files and folders read-only
+        header = env.path / SITE / "torch/include/ATen/ATen.h"
+        assert header.stat().st_mtime == SOURCE_DATE_EPOCH
+        assert envs.manifest_of(env.path).is_file()
+    if os.geteuid() != 0:  # mode bits bind this process: the write itself is refused
+        with pytest.raises(PermissionError):
+            libs[1].open("r+b")
+    _made(tmp_path, "2.15.0")  # an untouched env is reused
+
+
+def test_a_write_into_a_reused_env_is_refused_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As root (mode bits do not bind it) an in-place write succeeds, even with the mtime put
+    back; the env shares no inode then, and its next reuse refuses it by its ctime and hash."""
+    monkeypatch.setattr(envs, "call", _fake_pip(b"t" * (2 * MIB)))
+    monkeypatch.setattr(envs, "links_are_safe", lambda: False)
+    first, second = _made(tmp_path, "2.15.0"), _made(tmp_path, "2.15.1")
+    lib = second.path / SITE / "torch/lib/libtorch_cuda.so"
+    before = lib.stat()
+    lib.chmod(0o644)
+    with lib.open("r+b") as fh:
+        fh.write(b"evil")
+    lib.chmod(0o444)
+    os.utime(lib, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(ToolchainError, match=r"torch/lib/libtorch_cuda\.so was changed .* rm -rf"):
+        _made(tmp_path, "2.15.1")
+    assert (first.path / SITE / "torch/lib/libtorch_cuda.so").read_bytes() == b"t" * (2 * MIB)
+    _made(tmp_path, "2.15.0")  # the other env is byte-identical and reused
+
+
+def _sealed(tmp_path: Path) -> Path:
+    env = _env(tmp_path / "env", "python3.11",
+               {"torch/lib/lib.so": b"l" * MIB, "torch/include/a.h": b"// a\n"})  # fmt: skip
+    envs.seal(env, envs.manifest_of(env))
+    return env
+
+
+def _unsealed(env: Path) -> None:
+    """Its folders writable again, as a build that chmods them would make them."""
+    for path in [env, *env.rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o755)
+
+
+def _rewrite(file: Path) -> None:
+    """An in-place write of the same size, its mode and mtime put back."""
+    before = file.stat()
+    file.chmod(0o644)
+    file.write_text("// b\n")
+    file.chmod(0o444)
+    os.utime(file, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+@pytest.mark.parametrize(
+    ("tamper", "named"),
+    [
+        (lambda site: (site / "evil.pth").write_text("import os"), "evil.pth is not in its"),
+        (lambda site: (site / "torch/include/a.h").unlink(), "a.h is missing"),
+        (lambda site: _rewrite(site / "torch/include/a.h"), "a.h was changed"),
+        (lambda site: (site / "torch/include/a.h").chmod(0o644), "a.h was changed"),
+    ],
+)
+def test_check_sealed_refuses_what_the_manifest_does_not_say(
+    tmp_path: Path, tamper: Callable[[Path], object], named: str
+) -> None:
+    env = _sealed(tmp_path)
+    envs.check_sealed(env, envs.manifest_of(env))
+    _unsealed(env)
+    tamper(env / SITE)
+    with pytest.raises(ToolchainError, match=re.escape(named)) as caught:
+        envs.check_sealed(env, envs.manifest_of(env))
+    assert "\n" not in str(caught.value)
+
+
+def test_the_fast_path_hashes_nothing_and_a_moved_ctime_is_hashed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = _sealed(tmp_path)
+    os.link(env / SITE / "torch/lib/lib.so", tmp_path / "twin.so")  # a newer env's link: ctime
+    hashed: list[Path] = []
+    real = envs._sha256
+    monkeypatch.setattr(envs, "_sha256", lambda f: hashed.append(f) or real(f))
+    envs.check_sealed(env, envs.manifest_of(env))
+    assert hashed == [env / SITE / "torch/lib/lib.so"]  # same bytes: written back
+    envs.check_sealed(env, envs.manifest_of(env))
+    assert len(hashed) == 1  # the next reuse: stats only
+
+
+@pytest.mark.parametrize("safe", [True, False])
+def test_a_header_view_never_writes_the_env_and_cannot_be_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, safe: bool
+) -> None:
+    env = _sealed(tmp_path)
+    monkeypatch.setattr(ccache, "links_are_safe", lambda: safe)
+    header = env / SITE / "torch/include/a.h"
+    before = header.stat()
+    view = tmp_path / "work" / ccache.TORCH_VIEW
+    ccache.header_view(env / SITE / "torch/include", view)
+    ccache.header_view(env / SITE / "torch/include", view)  # a second build replaces it
+    seen = (view / "a.h").stat()
+    assert (seen.st_ino == before.st_ino) is safe
+    assert not seen.st_mode & 0o222 and seen.st_mtime == SOURCE_DATE_EPOCH
+    assert header.stat().st_mtime_ns == before.st_mtime_ns
+    assert not header.stat().st_mode & 0o222
+    if not safe:  # a copy: even root's write stays in the view
+        (view / "a.h").chmod(0o644)
+        (view / "a.h").write_text("// evil\n")
+    assert header.read_text() == "// a\n"
+    envs.check_sealed(env, envs.manifest_of(env))  # the env is as it was made
+
+
+def test_a_view_of_a_folder_no_env_sealed_is_a_read_only_copy(tmp_path: Path) -> None:
+    """The Python's own headers: never a link, so a write through the view cannot reach them."""
+    folder = tmp_path / "include" / "python3.11"
+    folder.mkdir(parents=True)
+    (folder / "Python.h").write_text("// py\n")
+    before = (folder / "Python.h").stat()
+    view = tmp_path / "work" / ccache.PYTHON_VIEW
+    ccache.header_view(folder, view)
+    seen = (view / "Python.h").stat()
+    assert seen.st_ino != before.st_ino and not seen.st_mode & 0o222
+    assert (folder / "Python.h").stat().st_mtime_ns == before.st_mtime_ns
+
+
+def test_an_env_made_before_sealing_is_sealed_on_its_next_reuse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(envs, "call", _fake_pip(b"t" * (2 * MIB)))
+    made = _made(tmp_path, "2.15.0")
+    manifest = envs.manifest_of(made.path)
+    manifest.unlink()
+    _unsealed(made.path)
+    assert _made(tmp_path, "2.15.0").path == made.path
+    assert manifest.is_file() and not made.path.stat().st_mode & 0o222

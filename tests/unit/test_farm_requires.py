@@ -6,18 +6,22 @@ import cell; the builder installs it from a wheelhouse or the farm's index."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.synthetic import sample_record
 from wheelfarm.builder.build import install_farm_wheel
 from wheelfarm.builder.target import FarmWheel, resolve, select
 from wheelfarm.core.errors import BuildError, ConfigError, VerifyError
+from wheelfarm.core.record import WheelFacts, path_for
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.plan import explain, make_plan, table, to_json
+from wheelfarm.matrix.plan import Filters, explain, make_plan, table, to_json
 
 from .conftest import package_yaml
 
@@ -52,13 +56,34 @@ def test_each_build_requires_the_build_of_its_own_cell(matrix_dir: MakeRoot) -> 
     assert all(not x.requires for x in e.builds if x.package == "base")
 
 
+def test_a_consumer_builds_in_its_producers_shard_right_after_it(matrix_dir: MakeRoot) -> None:
+    """One run builds both: the consumer's job follows its producer's in one lane and takes its
+    wheels from the shard's artifacts (docs/adr/0017-one-pool.md)."""
+    m = load_matrix(_root(matrix_dir, USER))
+    cold = make_plan(m, expand(m))
+    assert {b.package for b in cold.todo} == {"base", "user"}
+    assert not cold.deferred
+    for shard in cold.shards:
+        for i, g in enumerate(shard.groups):
+            after = cold.placed[g.id].after
+            assert bool(after) == g.id.startswith("user-")
+            if after:  # right after its producer, same CUDA, torch and platform
+                assert shard.groups[i - 1].id == after == g.id.replace("user-", "base-")
+    cell = "user-1.0.0-cu130-torch2.14-cp312-linux_x86_64"
+    assert "; after base-1.0.0-cu130torch2.14-linux_x86_64, whose wheels it imports" in explain(
+        cold, cell
+    )
+
+
 def test_the_plan_defers_a_build_until_its_required_wheel_is_published(
     matrix_dir: MakeRoot,
 ) -> None:
+    """A producer this run does not build (filtered out here): the consumer waits for a run
+    after the producer's wheels are released."""
     m = load_matrix(_root(matrix_dir, USER))
     e = expand(m)
-    cold = make_plan(m, e)
-    assert {b.package for b in cold.todo} == {"base"}
+    cold = make_plan(m, e, filters=Filters(package=("user",)))
+    assert not cold.todo
     assert len(cold.deferred) == 10
     wanted = "user-1.0.0-cu130torch2.14-cp312-linux_x86_64"
     assert cold.deferred[wanted] == ("base-1.0.0-cu130torch2.14-cp312-linux_x86_64",)
@@ -68,7 +93,8 @@ def test_the_plan_defers_a_build_until_its_required_wheel_is_published(
     cell = "user-1.0.0-cu130-torch2.14-cp312-linux_x86_64"
     assert "deferred: " + wanted in explain(cold, cell)
     # the next run: base is released, so user is built
-    warm = make_plan(m, e, existing={b.id for b in cold.todo})
+    base = {b.id for b in make_plan(m, e, filters=Filters(package=("base",))).todo}
+    warm = make_plan(m, e, existing=base)
     assert {b.package for b in warm.todo} == {"user"}
     assert not warm.deferred
     assert not [w for w in warm.warnings if "deferred" in w]
@@ -78,9 +104,23 @@ def test_the_target_pins_the_required_build_of_its_import_cell(matrix_dir: MakeR
     m = load_matrix(_root(matrix_dir, USER))
     e = expand(m)
     t = resolve(m, e, "user-1.0.0-cu130torch2.13-cp311-linux_x86_64")
-    assert t.farm_requires == (FarmWheel("base==1.0.0+cu130torch2.13", "cu130", "2.13"),)
+    assert t.farm_requires == (
+        FarmWheel(
+            "base==1.0.0+cu130torch2.13",
+            "cu130",
+            "2.13",
+            "base-1.0.0-cu130torch2.13-cp311-linux_x86_64",
+        ),
+    )
     local = select(m, e, package="user", cuda="cu130", python="3.12", platform="linux_x86_64")
-    assert local.farm_requires == (FarmWheel("base==1.0.0+cu130torch2.14", "cu130", "2.14"),)
+    assert local.farm_requires == (
+        FarmWheel(
+            "base==1.0.0+cu130torch2.14",
+            "cu130",
+            "2.14",
+            "base-1.0.0-cu130torch2.14-cp312-linux_x86_64",
+        ),
+    )
     assert resolve(m, e, "base-1.0.0-cu130torch2.13-cp311-linux_x86_64").farm_requires == ()
 
 
@@ -131,21 +171,86 @@ def test_the_shipped_torch_sparse_waits_for_torch_scatter() -> None:
         assert required == b.id.replace("torch-sparse-0.6.18", "torch-scatter-2.1.2")
 
 
-def test_the_builder_installs_the_pinned_wheel_from_a_wheelhouse_or_the_index(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+BASE_ID = "base-1.0.0-cu130torch2.14-cp312-linux_x86_64"
+BASE_WHEEL = "base-1.0.0+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl"
+REQUIRED = FarmWheel("base==1.0.0+cu130torch2.14", "cu130", "2.14", BASE_ID)
+
+
+def _house(folder: Path, data: bytes = b"the wheel", **changes: Any) -> Path:
+    """A wheelhouse holding base's wheel and its build record (with `changes`)."""
+    folder.mkdir(exist_ok=True)
+    wheel = folder / BASE_WHEEL
+    wheel.write_bytes(data)
+    facts = WheelFacts(filename=BASE_WHEEL, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    made = sample_record(**({"build_id": BASE_ID, "wheel": facts} | changes))
+    path_for(wheel).write_text(made.to_json())
+    return wheel
+
+
+@pytest.fixture
+def pip_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """pip's argv, with the bytes of each wheel file it was given when it ran."""
     calls: list[tuple[str, ...]] = []
-    monkeypatch.setattr(
-        "wheelfarm.builder.envs.pip_install",
-        lambda py, *args, log: calls.append(tuple(map(str, args))),
-    )
-    wheel = FarmWheel("base==1.0.0+cu130torch2.14", "cu130", "2.14")
+
+    def install(py: Path, *args: str | Path, log: Path) -> None:
+        files = [Path(a).read_bytes().decode() for a in args if str(a).endswith(".whl")]
+        calls.append((*map(str, args), *files))
+
+    monkeypatch.setattr("wheelfarm.builder.envs.pip_install", install)
+    return calls
+
+
+def test_the_builder_installs_the_recorded_wheel_from_a_wheelhouse_or_the_index(
+    pip_calls: list[tuple[str, ...]], tmp_path: Path
+) -> None:
+    house = _house(tmp_path / "house").parent
     log = tmp_path / "log"
-    install_farm_wheel(tmp_path / "py", wheel, tmp_path / "house", log=log, for_wheel="u.whl")
-    install_farm_wheel(tmp_path / "py", wheel, "https://o.github.io/r/", log=log, for_wheel="u")
-    assert calls[0][-4:] == ("--no-index", "--find-links", str(tmp_path / "house"), wheel.pin)
-    assert calls[1][-3:] == ("--index-url", "https://o.github.io/r/cu130/torch2.14/", wheel.pin)
-    assert all("--no-deps" in c and "--only-binary" in c for c in calls)
+    install_farm_wheel(tmp_path / "py", REQUIRED, house, log=log, for_wheel="u.whl")
+    install_farm_wheel(tmp_path / "py", REQUIRED, "https://o.github.io/r/", log=log, for_wheel="u")
+    assert pip_calls[0][-3] == "--no-index"
+    assert Path(pip_calls[0][-2]).name == BASE_WHEEL  # the checked copy, by path: no other file
+    assert Path(pip_calls[0][-2]).parent != house
+    assert pip_calls[0][-1] == "the wheel"
+    assert pip_calls[1][-3:] == (
+        "--index-url",
+        "https://o.github.io/r/cu130/torch2.14/",
+        REQUIRED.pin,
+    )
+    assert all("--no-deps" in c and "--only-binary" in c for c in pip_calls)
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({"wheel": None}, "no build record of it"),
+        (
+            {"build_id": "other-1.0.0-cu130torch2.14-cp312-linux_x86_64"},
+            "its build record is of 'other-1.0.0-",
+        ),
+        ({"stale": True}, "its bytes are not the ones its build record hashed (a stale"),
+    ],
+)
+def test_a_wheelhouse_wheel_its_record_does_not_vouch_for_is_not_installed(
+    pip_calls: list[tuple[str, ...]], tmp_path: Path, changes: dict[str, Any], problem: str
+) -> None:
+    """Issue 36: build code writes --out; a wheel with the pinned name and no record (a `.pth`
+    in it runs code in the build venv), another build's record, or a stale wheel is refused
+    and pip never runs."""
+    wheel = _house(tmp_path / "house")
+    if changes.pop("stale", False):
+        wheel.write_bytes(b"an earlier build")
+    if changes.pop("wheel", 1) is None:
+        path_for(wheel).unlink()
+    if changes:
+        path_for(wheel).write_text(sample_record(**changes).to_json())
+    with pytest.raises(VerifyError) as info:
+        install_farm_wheel(
+            tmp_path / "py", REQUIRED, wheel.parent, log=tmp_path / "l", for_wheel="u.whl"
+        )
+    _, line = str(info.value).splitlines()
+    assert f"{REQUIRED.pin} (farm_requires): {wheel}: {problem}" in line
+    assert "nothing was installed" in line
+    assert pip_calls == []
 
 
 def test_a_missing_required_wheel_is_a_verify_error_naming_it(
@@ -156,9 +261,11 @@ def test_a_missing_required_wheel_is_a_verify_error_naming_it(
         raise BuildError(msg)
 
     monkeypatch.setattr("wheelfarm.builder.envs.pip_install", fail)
-    wheel = FarmWheel("base==1.0.0+cu130torch2.14", "cu130", "2.14")
-    with pytest.raises(VerifyError) as info:
-        install_farm_wheel(tmp_path / "py", wheel, tmp_path, log=tmp_path / "l", for_wheel="u.whl")
-    text = str(info.value)
-    assert "base==1.0.0+cu130torch2.14 (farm_requires)" in text
-    assert "--farm-wheels" in text
+    for where in (tmp_path, "https://o.github.io/r/"):
+        with pytest.raises(VerifyError) as info:
+            install_farm_wheel(
+                tmp_path / "py", REQUIRED, where, log=tmp_path / "l", for_wheel="u.whl"
+            )
+        text = str(info.value)
+        assert "base==1.0.0+cu130torch2.14 (farm_requires)" in text
+        assert "--farm-wheels" in text

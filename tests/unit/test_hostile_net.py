@@ -520,6 +520,21 @@ def test_an_asset_whose_download_url_is_not_https_is_skipped_with_a_warning(
     assert "URL" in caplog.text or "browser_download_url" in caplog.text
 
 
+@pytest.mark.parametrize("digest", ["sha256:NOT-HEX" + "0" * 57, "md5:abc", 7])
+def test_an_asset_with_a_malformed_digest_is_skipped_and_the_rest_listed(
+    digest: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """index --github: one asset's bad digest skips that asset with its reason, not the run."""
+    other = WHEEL.replace("cp312-cp312", "cp313-cp313")
+    bad = {**GOOD_ASSET, "id": 3, "name": other, "digest": digest}
+    bad["browser_download_url"] = "https://github.com/octo/farm/releases/download/t/" + other
+    source, _ = source_for([bad, GOOD_ASSET])
+    with caplog.at_level(logging.WARNING):
+        entries = source.entries(None, {})
+    assert [e.filename for e in entries] == [WHEEL]
+    assert f"{other}: skipped (its digest {str(digest)!r} is not sha256: and 64 hex" in caplog.text
+
+
 def test_a_draft_release_is_not_read() -> None:
     source, session = source_for([])
     releases = f"{API}/repos/octo/farm/releases?per_page=100"

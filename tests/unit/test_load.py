@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import pytest
 
 from tests.roots import REPO
 from wheelfarm.core.errors import ConfigError
+from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.load import load_matrix
 
 from .conftest import package_yaml
@@ -159,6 +161,27 @@ def test_arch_override_outside_toolkit_support(matrix_dir: Callable[..., Path]) 
         load_matrix(root)
 
 
+@pytest.mark.parametrize(
+    ("archs", "named"),
+    [
+        ("9.0;12.0a+PTX", "'12.0a+PTX' in '9.0;12.0a+PTX': +PTX only on a plain arch"),
+        ("9.0;9.0", "duplicate arch '9.0' in '9.0;9.0'"),
+        ("9.0a;9.0", "duplicate arch '9.0' in '9.0a;9.0'"),
+    ],
+)
+def test_an_override_with_variant_ptx_or_an_sm_twice_is_one_problem(
+    matrix_dir: Callable[..., Path], archs: str, named: str
+) -> None:
+    """Issue 36 row 7: validate names the list, no traceback."""
+    text = package_yaml("pkg").replace(
+        "arch: {via: torch}", f"arch: {{via: torch, override: [{{archs: '{archs}'}}]}}"
+    )
+    root = matrix_dir({"pkg": text})
+    with pytest.raises(ConfigError, match=re.escape(named)) as caught:
+        load_matrix(root)
+    assert len(caught.value.problems) == 1
+
+
 def test_torch_cuda_without_arch_list_is_caught(matrix_dir: Callable[..., Path]) -> None:
     arch = (Path(__file__).parents[2] / "matrix" / "arch.yaml").read_text()
     arch = arch.replace('linux_aarch64: "8.0;9.0", ', "")
@@ -177,3 +200,52 @@ def test_import_requires_entry_must_be_a_requirement(matrix_dir: Callable[..., P
     bad = package_yaml("other") + "import_requires: [numpy, 'scipy >>= 1']\n"
     with pytest.raises(ConfigError, match=r"import_requires\[1\]: 'scipy >>= 1' is not a PEP 508"):
         load_matrix(matrix_dir({"other": bad}))
+
+
+def test_import_gpu_lists_the_modules_that_need_a_gpu(matrix_dir: Callable[..., Path]) -> None:
+    text = package_yaml("pkg", extra="import_gpu: [pkg.cuda_ops]\n")
+    (pkg,) = load_matrix(matrix_dir({"pkg": text})).packages
+    assert (pkg.imports, pkg.imports_gpu) == (("pkg",), ("pkg.cuda_ops",))
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("[pkg]", r"import_gpu\[0\]: 'pkg' is in both import and import_gpu"),
+        ("['os; x']", r"import_gpu\[0\]: 'os; x' "),
+    ],
+)
+def test_import_gpu_is_checked(matrix_dir: Callable[..., Path], value: str, error: str) -> None:
+    text = package_yaml("pkg", extra=f"import_gpu: {value}\n")
+    with pytest.raises(ConfigError, match=error):
+        load_matrix(matrix_dir({"pkg": text}))
+
+
+@pytest.mark.parametrize(
+    ("extra", "warned"),
+    [
+        ("", "plans win_amd64 and linux_aarch64 with no build named there (built_on)"),
+        ("built_on: {win_amd64: 'upstream CI: build.yml'}\n", "plans linux_aarch64 with no"),
+        ("constraints: {platforms: [linux_x86_64]}\n", None),
+        (
+            "constraints: {platforms: [linux_x86_64, win_amd64]}\nbuilt_on: {win_amd64: here}\n",
+            None,
+        ),
+    ],
+)
+def test_validate_warns_about_windows_and_aarch64_rows_no_build_names(
+    matrix_dir: Callable[..., FarmRoot],
+    capsys: pytest.CaptureFixture[str],
+    extra: str,
+    warned: str | None,
+) -> None:
+    """A new package starts narrow: warn (exit 0) until a build there is measured or cited."""
+    from wheelfarm.cli import main
+
+    root = matrix_dir({"pkg": package_yaml("pkg", extra=extra)})
+    assert main(["validate", "--root", str(root.path)]) == 0
+    err = capsys.readouterr().err
+    if warned is None:
+        assert "warning" not in err
+    else:
+        assert f"warning: {root.packages / 'pkg.yaml'}: {warned}" in err

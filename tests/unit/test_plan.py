@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from collections.abc import Callable
@@ -28,9 +29,7 @@ from wheelfarm.matrix.plan import (
     Group,
     existing_build_ids,
     explain,
-    group,
     make_plan,
-    shard,
 )
 
 from .conftest import package_yaml
@@ -204,43 +203,46 @@ def test_incremental_skip_from_wheelhouse_and_manifest(tmp_path: Path) -> None:
     assert "already present" in text
 
 
-def test_sharding_600_jobs_into_3() -> None:
+def test_shards_are_lanes_of_any_platform_under_the_job_limit() -> None:
     m = load_matrix(REPO)
-    e = expand(m)
-    plan = make_plan(m, e, filters=Filters(platform=("linux_x86_64",)), max_jobs=256)
-    assert len(plan.todo) > 512  # > 2 shards worth
-    shards = [s for s in plan.shards if s.platform == "linux_x86_64"]
-    whole = [g for g in plan.groups if g.id not in plan.splits]  # split groups: their own shard
-    assert len([s for s in shards if "-split-" not in s.name]) == -(-len(whole) // 256)
-    assert all(len(s.groups) <= 256 for s in shards)  # a shard's jobs are groups
-    assert sum(len(s.builds) for s in shards) == len(plan.todo)
-    six_hundred = shard(m, group(plan.todo[:600], None), 256)  # a job per build
-    assert [len(s.groups) for s in six_hundred] == [200, 200, 200]
-    assert [s.name for s in six_hundred] == [f"linux_x86_64-{i}of3" for i in (1, 2, 3)]
+    plan = make_plan(m, expand(m), max_jobs=256, one_run=False)
+    assert len(plan.shards) <= 256  # farm.yml's matrix of shards
+    assert {g.platform for s in plan.shards for g in s.groups} == set(m.farm.platforms)
+    assert all(
+        len(s.groups) + sum(plan.splits.get(g.id, 0) for g in s.groups) <= 512 for s in plan.shards
+    )
+    assert sum(len(s.builds) for s in plan.shards) == len(plan.todo)
+    assert [s.name for s in plan.shards[:2]] == [f"1of{len(plan.shards)}", f"2of{len(plan.shards)}"]
+    causal = Filters(package=("causal-conv1d",))
+    small = make_plan(m, expand(m), filters=causal, max_jobs=3, one_run=False)
+    assert max(len(s.groups) for s in small.shards) <= 3
+    with pytest.raises(PlanError, match="over GitHub's 256 matrix entries: raise max_jobs_per"):
+        make_plan(m, expand(m), max_jobs=1, one_run=False)
 
 
 def test_github_outputs_name_shards_and_the_plan_file_holds_their_matrices() -> None:
     m = load_matrix(REPO)
     plan = make_plan(m, expand(m), filters=Filters(package=("causal-conv1d",)))
     out = github_outputs(plan)
-    document = plan_document(plan, m.farm.hosted_job_limit_minutes, m.farm.publish_batch_wheels)
+    document = plan_document(
+        plan, m.farm.hosted_job_limit_minutes, m.farm.publish_batch_wheels, m.farm.platforms
+    )
     total = 0
-    for platform in m.farm.platforms:
-        for name in json.loads(out[f"shards_{platform}"]):
-            shard = shard_outputs(document, name)
-            include = json.loads(shard["include"])
-            assert len(include) <= 256
-            assert all(tuple(j) == JOB_KEYS for j in include)
-            batches = json.loads(shard["batches"])
-            assert {j["batch"] for j in include} == set(batches)
-            builds = document["shards"][name]["builds"]  # a group job's build ids
-            published = [i["id"] for b in batches for i in expected(document, name, b)["include"]]
-            assert published == [i for j in include for i in builds[j["id"]]]
-            for b in batches:  # a batch holds whole groups, at most publish_batch_wheels wheels
-                mine = [j for j in include if j["batch"] == b]
-                held = sum(len(builds[j["id"]]) for j in mine)
-                assert held <= m.farm.publish_batch_wheels or len(mine) == 1
-            total += len(published)
+    for name in json.loads(out["shards"]):
+        shard = shard_outputs(document, name)
+        include = json.loads(shard["include"])
+        assert len(include) <= 256
+        assert all(tuple(j) == JOB_KEYS for j in include)
+        batches = json.loads(shard["batches"])
+        assert {j["batch"] for j in include} == set(batches)
+        builds = document["shards"][name]["builds"]  # a group job's build ids
+        published = [i["id"] for b in batches for i in expected(document, name, b)["include"]]
+        assert published == [i for j in include for i in builds[j["id"]]]
+        for b in batches:  # a batch holds whole groups, at most publish_batch_wheels wheels
+            mine = [j for j in include if j["batch"] == b]
+            held = sum(len(builds[j["id"]]) for j in mine)
+            assert held <= m.farm.publish_batch_wheels or len(mine) == 1
+        total += len(published)
     assert total == int(out["count"]) == len(plan.todo)
     assert len(plan.groups) < len(plan.todo)  # its Pythons share a job
     assert max(len(v.encode("utf-16-le")) for v in out.values()) < 8 * 1024
@@ -249,7 +251,9 @@ def test_github_outputs_name_shards_and_the_plan_file_holds_their_matrices() -> 
 def test_every_shard_of_the_whole_grid_fits_a_job_output() -> None:
     m = load_matrix(REPO)
     plan = make_plan(m, expand(m))
-    document = plan_document(plan, m.farm.hosted_job_limit_minutes, m.farm.publish_batch_wheels)
+    document = plan_document(
+        plan, m.farm.hosted_job_limit_minutes, m.farm.publish_batch_wheels, m.farm.platforms
+    )
     sizes = [
         len(v.encode("utf-16-le"))
         for name in document["shards"]
@@ -261,11 +265,16 @@ def test_every_shard_of_the_whole_grid_fits_a_job_output() -> None:
 
 def test_an_output_past_64_kb_is_refused_in_the_plan_job() -> None:
     m = load_matrix(REPO)
-    plan = make_plan(m, expand(m), filters=Filters(platform=("linux_x86_64",)), max_jobs=256)
+    pool = dataclasses.replace(m.farm.pool, shard_hours=10_000.0)  # one shard of 256 jobs
+    m = dataclasses.replace(m, farm=dataclasses.replace(m.farm, pool=pool))
+    linux = Filters(platform=("linux_x86_64",))
+    plan = make_plan(m, expand(m), filters=linux, max_jobs=256, one_run=False)
     with pytest.raises(
         PlanError, match=r"output 'include' is [\d,]+ bytes .* lower max_jobs_per_shard"
     ):
-        plan_document(plan, m.farm.hosted_job_limit_minutes, m.farm.publish_batch_wheels)
+        plan_document(
+            plan, m.farm.hosted_job_limit_minutes, m.farm.publish_batch_wheels, m.farm.platforms
+        )
 
 
 @pytest.mark.parametrize(
@@ -325,10 +334,10 @@ def test_explain_names_the_collapsed_build(matrix_dir: Callable[..., Path]) -> N
     m = _matrix(matrix_dir, "{kind: abi3}")
     plan = make_plan(m, expand(m))
     text = explain(plan, "pkg-1.0.0-cu130-torch2.14-cp313-linux_x86_64")
-    assert text == (
+    assert text.startswith(
         "pkg-1.0.0-cu130-torch2.14-cp313-linux_x86_64: covered by abi3 build "
         "pkg-1.0.0-cu130torch2.14-cp310-abi3-linux_x86_64 (built with torch 2.14.1, "
-        "Python 3.10; serves 5 cells)"
+        "Python 3.10; serves 5 cells; tier 1, place 1 of 1 in the queue, shard 1, predicted"
     )
 
 
@@ -436,7 +445,7 @@ def test_the_pythons_of_a_group_share_one_job_and_count_once(
     assert plan.job_minutes(g) == (round(each * (1 + 4 * groups.next_python_fraction), 1),)
     assert plan.runner_hours < len(plan.todo) * each / 60
     text = explain(plan, "pkg-1.0.0-cu130-torch2.14-cp312-linux_x86_64")
-    assert text.endswith(f"in job {g.id} with 4 other Pythons)")
+    assert f"in job {g.id} with 4 other Pythons; tier 1, place 1 of 1 in the queue" in text
     missing = make_plan(m, expand(m), existing={"pkg-1.0.0-cu130torch2.14-cp312-linux_x86_64"})
     (left,) = missing.groups
     assert left.id == g.id and [b.python for b in left.builds] == ["3.10", "3.11", "3.13", "3.14"]
@@ -451,7 +460,8 @@ def test_a_platform_that_does_not_group_plans_a_job_per_build(
     windows = 'constraints: {torch: ">=2.14", cuda: "==13.0", platforms: [win_amd64]}\n'
     m = _matrix(matrix_dir, "{kind: cpython}", extra=windows)
     assert m.farm.python_groups is not None
-    assert "win_amd64" not in m.farm.python_groups.platforms
+    linux = dataclasses.replace(m.farm.python_groups, platforms=("linux_x86_64",))
+    m = dataclasses.replace(m, farm=dataclasses.replace(m.farm, python_groups=linux))
     plan = make_plan(m, expand(m))
     assert [g.id for g in plan.groups] == [b.id for b in plan.todo]
 

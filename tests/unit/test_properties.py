@@ -38,7 +38,7 @@ from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
 from wheelfarm.matrix.reader import MAX_LINE, MAX_PROBLEMS
 
-from .test_binary import container, deadline, entry, launcher, stdlib_extension
+from .test_binary import FATBIN_DLL, container, deadline, entry, launcher, stdlib_extension
 from .test_hostile import NAME, _helper, _want, _wheel
 
 T = TypeVar("T")
@@ -348,13 +348,16 @@ def test_inspect_binary_on_bytes(data: bytes) -> None:
 
 @FEW
 @given(data=st.data())
-@pytest.mark.parametrize("which", ["elf", "pe"])
+@pytest.mark.parametrize("which", ["elf", "pe", "pe_fatbin"])
 def test_inspect_binary_on_mutated_real_files(which: str, data: st.DataObject) -> None:
     if which == "elf" and sys.platform != "linux":
         pytest.skip("the interpreter's own shared objects are ELF on Linux")
-    path = stdlib_extension() if which == "elf" else launcher("t64.exe")
+    paths = {"pe": launcher("t64.exe"), "pe_fatbin": FATBIN_DLL}
+    path = stdlib_extension() if which == "elf" else paths[which]
     blob = data.draw(_mutated(path.read_bytes()[:65536]))
-    assert isinstance(_outcome(lambda: inspect_binary(blob), ValueError), (BinaryInfo, ValueError))
+    outcome = _outcome(lambda: inspect_binary(blob), ValueError)
+    assert isinstance(outcome, (BinaryInfo, ValueError))
+    assert "\n" not in str(outcome)  # an error is one line
 
 
 ENTRIES = st.builds(

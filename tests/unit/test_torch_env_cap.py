@@ -142,5 +142,6 @@ def test_a_second_build_waits_for_the_env_another_is_making_and_reuses_it(
     assert len(installs) == 1
     assert sorted(p.name for p in (tmp_path / "envs").iterdir()) == [
         ".torch2.14.1-cu130-cp311-269b5052.lock",
+        f".torch2.14.1-cu130-{TAG}.manifest.json",  # beside the sealed env (issue 36)
         f"torch2.14.1-cu130-{TAG}",
     ]

@@ -5,6 +5,7 @@ merged, and the loopback rule for plain http."""
 from __future__ import annotations
 
 import io
+import re
 from unittest import mock
 
 import pytest
@@ -16,6 +17,7 @@ from packaging.version import Version
 from tests.roots import REPO
 from wheelfarm.core import simple
 from wheelfarm.core.errors import NetworkError, UsageError
+from wheelfarm.core.label import cuda_tag, cuda_version
 from wheelfarm.core.simple import JSON, parse_html, parse_json
 from wheelfarm.matrix.watch import (
     Row,
@@ -27,7 +29,7 @@ from wheelfarm.matrix.watch import (
     parse_torch_wheel,
     propose,
 )
-from wheelfarm.watch import _index
+from wheelfarm.watch import _file_url, _index
 
 ARCH = {
     "13.0": {"linux_x86_64", "linux_aarch64", "win_amd64"},
@@ -150,8 +152,57 @@ def test_the_cuda_a_default_wheel_pins_on_each_platform() -> None:
 
 @given(st.text(max_size=400))
 def test_cuda_pin_reads_any_text_without_raising(text: str) -> None:
-    pin = cuda_pin(text, "linux_x86_64")
+    why = "has no tag"  # the one ValueError: a pin no tag can write
+    try:
+        pin = cuda_pin(text, "linux_x86_64")
+    except ValueError as exc:
+        why, pin = str(exc), None
+    assert "has no tag" in why
     assert pin is None or pin[0].startswith("cu")
+
+
+@given(st.integers(10, 99), st.integers(0, 99), st.integers(0, 999))
+def test_a_cuda_tag_reads_back_as_its_version_or_is_refused(
+    major: int, minor: int, fix: int
+) -> None:
+    """Issue 36 row 8: a tag is cu + major + ONE minor digit, so 13.99 and 13.10 have none
+    (cu1399 would read back as 139.9); every tag made reads back as the version it came from."""
+    version = f"{major}.{minor}.{fix}"
+    if minor > 9:
+        with pytest.raises(ValueError, match=rf"CUDA {re.escape(version)} has no tag"):
+            cuda_tag(version)
+    else:
+        assert cuda_version(cuda_tag(version)) == Version(f"{major}.{minor}")
+
+
+def test_a_pin_to_cuda_13_99_is_a_value_error_naming_it() -> None:
+    with pytest.raises(ValueError, match=r"CUDA 13\.99\.1 has no tag"):
+        cuda_pin(METADATA.replace("13.2.2", "13.99.1"), "linux_x86_64")
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://evil.example/t.whl", "use https"),
+        ("https://evil.example/t.whl", "neither the index's"),
+        ("http://localhost.evil.example/t.whl", "use https"),
+        ("file:///etc/passwd", "use https"),
+    ],
+)
+def test_a_file_url_off_https_or_the_expected_hosts_is_refused(url: str, why: str) -> None:
+    assert why in (_file_url(url, "https://pypi.org/simple/torch/") or "")
+
+
+@pytest.mark.parametrize(
+    ("url", "page"),
+    [
+        ("https://files.pythonhosted.org/packages/t.whl", "https://pypi.org/simple/torch/"),
+        ("https://mirror.example/p/t.whl", "https://mirror.example/simple/torch/"),
+        ("http://127.0.0.1:8080/p/t.whl", "http://127.0.0.1:8080/simple/torch/"),
+    ],
+)
+def test_file_urls_on_https_from_expected_hosts_are_read(url: str, page: str) -> None:
+    assert _file_url(url, page) is None
 
 
 @given(

@@ -19,22 +19,23 @@ WORKFLOWS = Path(__file__).parents[2] / ".github" / "workflows"
 FILES = sorted(WORKFLOWS.glob("*.yml"))
 
 
-def test_build_workflows_read_exactly_the_plan_job_keys() -> None:
-    for name in ("build-linux.yml", "build-windows.yml"):
-        text = (WORKFLOWS / name).read_text()
-        used = set(re.findall(r"matrix\.target\.([a-z_]+)", text))
-        assert used <= set(JOB_KEYS), (
-            f"{name} reads keys the plan does not emit: {used - set(JOB_KEYS)}"
-        )
-    used_anywhere = set().union(
-        *(
-            set(re.findall(r"matrix\.target\.([a-z_]+)", (WORKFLOWS / n).read_text()))
-            for n in ("build-linux.yml", "build-windows.yml")
-        )
+def test_the_build_workflow_reads_exactly_the_plan_job_keys() -> None:
+    used = set(re.findall(r"matrix\.target\.([a-z_]+)", (WORKFLOWS / "build.yml").read_text()))
+    assert used == set(JOB_KEYS), (
+        f"read, not emitted: {used - set(JOB_KEYS)}; emitted, unread: {set(JOB_KEYS) - used}"
     )
-    assert used_anywhere == set(JOB_KEYS), (
-        f"plan emits keys no workflow reads: {set(JOB_KEYS) - used_anywhere}"
-    )
+
+
+def test_the_farm_runs_as_many_lanes_as_the_plan_assumes() -> None:
+    """farm.yml's max-parallel over the shards is farm.yaml's pool.lanes, and leaves room: at
+    most 18 of GitHub Free's 20 jobs, so pages, ci and watch start while it builds."""
+    build = _workflow("farm.yml")["jobs"]["build"]  # type: ignore[index]
+    lanes = load_matrix(REPO).farm.pool.lanes
+    assert build["strategy"]["max-parallel"] == lanes <= 18
+    shard = _workflow("build.yml")["jobs"]  # type: ignore[index]
+    assert shard["compile"]["strategy"]["max-parallel"] == 1  # a lane: one job at a time
+    assert shard["build"]["strategy"]["max-parallel"] == 1
+    assert shard["publish"]["strategy"]["max-parallel"] == 1
 
 
 def test_farm_reads_every_plan_output() -> None:
@@ -47,12 +48,15 @@ def test_farm_reads_every_plan_output() -> None:
         assert value == f"${{{{ steps.plan.outputs.{key} }}}}"
 
 
-@pytest.mark.parametrize("name", ["build-linux.yml", "build-windows.yml"])
-def test_shard_workflows_read_every_shard_output(name: str) -> None:
+def test_the_shard_workflow_reads_every_shard_output() -> None:
+    name = "build.yml"
     matrix = load_matrix(REPO)
     plan = make_plan(matrix, expand(matrix))
     document = plan_document(
-        plan, matrix.farm.hosted_job_limit_minutes, matrix.farm.publish_batch_wheels
+        plan,
+        matrix.farm.hosted_job_limit_minutes,
+        matrix.farm.publish_batch_wheels,
+        matrix.farm.platforms,
     )
     keys = set(shard_outputs(document, next(iter(document["shards"]))))
     data = yaml.safe_load((WORKFLOWS / name).read_text())
@@ -96,7 +100,7 @@ def _workflow(name: str) -> dict[str, object]:
 
 
 def test_each_shard_publishes_when_its_builds_end_even_if_cancelled() -> None:
-    for name in ("build-linux.yml", "build-windows.yml"):
+    for name in ("build.yml",):
         publish = _workflow(name)["jobs"]["publish"]  # type: ignore[index]
         assert publish["needs"] == ["targets", "build"]
         assert publish["if"] == "${{ always() && needs.targets.result == 'success' }}"
@@ -119,5 +123,8 @@ def test_pages_deploys_from_the_default_branch_after_every_farm_run() -> None:
     pages = _workflow("pages.yml")
     trigger = pages["on"]["workflow_run"]  # type: ignore[index]
     assert trigger == {"workflows": ["farm"], "types": ["completed"]}  # any conclusion
+    # and hourly, coalesced by its concurrency group: a run publishes for days
+    assert pages["on"]["schedule"] == [{"cron": "17 * * * *"}]  # type: ignore[index]
+    assert pages["concurrency"]["cancel-in-progress"] is False  # type: ignore[index]
     assert pages["jobs"]["deploy"]["environment"]["name"] == "github-pages"  # type: ignore[index]
     assert "--github" in run_block("pages.yml", "index", "Build the index from Releases")

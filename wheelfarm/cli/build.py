@@ -30,7 +30,7 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
         help="with a group id from `plan --format json`: build these of its Pythons (spaces, "
         "commas or lines between), oldest first, against one compiler cache; default all",
     )
-    p.add_argument("--out", type=Path, default=Path("wheelhouse"), help="where wheels go")
+    p.add_argument("--out", type=Path, default=common.WHEELHOUSE, help="where wheels go")
     p.add_argument(
         "--job-started",
         type=float,

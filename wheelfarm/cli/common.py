@@ -79,6 +79,11 @@ def grid(args: argparse.Namespace) -> tuple[Matrix, Expansion]:
     return matrix, expand(matrix)
 
 
+# The one default wheelhouse (build --local --out, farm --store, index --wheelhouse, verify's
+# record search) and the one default site (farm --site, index --out, serve): docs/building.md.
+WHEELHOUSE = Path("wheelhouse")
+SITE = Path("site")
+
 FILTER_AXES = (
     ("package", "flash-attn"),
     ("cuda", "cu130"),

@@ -21,10 +21,10 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--store",
         type=Path,
-        default=Path(".wheelfarm/wheelhouse"),
-        help="the local release store (a wheelhouse)",
+        default=common.WHEELHOUSE,
+        help=f"the local release store (a wheelhouse; default {common.WHEELHOUSE}/, as build's)",
     )
-    p.add_argument("--site", type=Path, default=Path("site"), help="where the index is written")
+    p.add_argument("--site", type=Path, default=common.SITE, help="where the index is written")
     p.add_argument("--title", default="wheelfarm (local)")
     p.set_defaults(local=True)
 

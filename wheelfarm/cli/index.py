@@ -20,12 +20,17 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     p = common.add_command(
         sub, "index", execute, "Write the PEP 503 site from a wheelhouse or GitHub Releases."
     )
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--wheelhouse", type=Path, help="a folder of wheels (+ .build.json)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument(
+        "--wheelhouse",
+        type=Path,
+        help=f"a folder of wheels (+ .build.json); the default, {common.WHEELHOUSE}/ (build's and "
+        "farm's), when no --github is given",
+    )
     src.add_argument("--github", metavar="OWNER/REPO", help="read the repository's releases")
     common.add_api(p)
     common.add_timeout(p, 1200)
-    p.add_argument("--out", type=Path, default=Path("site"))
+    p.add_argument("--out", type=Path, default=common.SITE)
     p.add_argument(
         "--allow-removal",
         action="store_true",
@@ -54,10 +59,11 @@ def execute(args: argparse.Namespace) -> int:
         "allow_removal": args.allow_removal,
         "lock_timeout": args.lock_timeout,
     }
-    if args.wheelhouse is not None:
+    if args.github is None:
         from wheelfarm.index.write import index_wheelhouse
 
-        folder = common.existing_path(args.wheelhouse, "--wheelhouse", folder=True)
+        given = args.wheelhouse or common.WHEELHOUSE
+        folder = common.existing_path(given, "--wheelhouse", folder=True)
         summary = index_wheelhouse(matrix, expansion, folder, args.out, **shared)
     else:
         from wheelfarm.farm import index_releases

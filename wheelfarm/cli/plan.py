@@ -69,7 +69,9 @@ def execute(args: argparse.Namespace) -> int:
             msg = "--format github needs --plan-file FILE: the shards' matrices go there (ADR 13)"
             raise UsageError(msg)
         farm = matrix.farm
-        document = plan_document(plan, farm.hosted_job_limit_minutes, farm.publish_batch_wheels)
+        document = plan_document(
+            plan, farm.hosted_job_limit_minutes, farm.publish_batch_wheels, farm.platforms
+        )
         args.plan_file.write_text(json.dumps(document, separators=(",", ":")), encoding="utf-8")
         outputs = github_outputs(plan)
         target = os.environ.get("GITHUB_OUTPUT")

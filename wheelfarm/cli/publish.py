@@ -35,8 +35,9 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
         "--expect",
         type=Path,
         metavar="FILE",
-        help="the shard the plan made (JSON with `name` and `include`): exit 8 naming every "
-        "planned build that has no wheel here and is not published yet",
+        help="the batch the plan made (JSON with `name` and `include`): exit 8, uploading "
+        "nothing, when a wheel here is not one of its builds with its build record; exit 8 "
+        "naming every planned build that has no wheel here and is not published yet",
     )
     p.add_argument(
         "--verify-only",
@@ -47,7 +48,8 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from wheelfarm.farm import check_artifacts, publish_wheels
+    from wheelfarm.farm import check_artifacts, check_batch, publish_wheels
+    from wheelfarm.github.publish import expected_build_ids
 
     folder = common.existing_path(args.wheelhouse, "wheelhouse", folder=True)
     wheels = sorted(folder.glob("*.whl"))
@@ -55,13 +57,13 @@ def execute(args: argparse.Namespace) -> int:
         msg = f"no wheels in {str(folder)!r}: nothing to publish"
         raise UsageError(msg)
     matrix, expansion = common.grid(args)
+    expect = None if args.expect is None else expected_build_ids(args.expect)
     if args.verify_only:
+        if expect is not None:
+            check_batch(wheels, expect)
         check_artifacts(matrix, expansion, wheels)
         print(f"ok: {len(wheels)} artifacts are planned builds and pass verify")
         return 0
-    from wheelfarm.github.publish import expected_build_ids
-
-    expect = None if args.expect is None else expected_build_ids(args.expect)
     github = common.client(
         args.repo, args, uploads=args.uploads, deadline_minutes=args.deadline_minutes
     )

@@ -12,7 +12,7 @@ from wheelfarm.core.errors import UsageError
 
 def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     p = common.add_command(sub, "serve", execute, "Serve a built site over HTTP for local use.")
-    p.add_argument("dir", type=Path, nargs="?", default=Path("site"))
+    p.add_argument("dir", type=Path, nargs="?", default=common.SITE)
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--bind", default="127.0.0.1")
 

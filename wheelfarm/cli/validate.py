@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from wheelfarm.cli import common
 
@@ -14,10 +15,13 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from wheelfarm.matrix.load import load_matrix
+    from wheelfarm.matrix.load import load_matrix, unbuilt_platforms
 
     root = common.root(args)
     matrix = load_matrix(root)
+    for package in matrix.packages:
+        if warning := unbuilt_platforms(package):
+            print(f"warning: {warning}", file=sys.stderr)
     print(
         f"ok: {len(matrix.packages)} packages, {len(matrix.releases)} torch releases "
         f"({root.path}, {root.origin})"

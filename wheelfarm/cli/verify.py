@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wheelfarm.cli import common
-from wheelfarm.core.errors import UsageError
+from wheelfarm.core.errors import UsageError, VerifyError
+
+if TYPE_CHECKING:
+    from wheelfarm.builder.target import Target
+    from wheelfarm.core.record import BuildRecord
+    from wheelfarm.farm import TargetQuery
+    from wheelfarm.matrix.model import Matrix
 
 
 def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
@@ -46,8 +55,13 @@ def execute(args: argparse.Namespace) -> int:
         msg = "--record goes with --rebuild"
         raise UsageError(msg)
     matrix, expansion = common.grid(args)
-    query = common.query(args)
+    built = _record_at_hand(wheel)
+    query = _query(args, wheel, built, matrix)
     target = choose_target(matrix, expansion, query)
+    if built is not None:
+        if query.build_id and not query.archs and built.target.archs:
+            target = _built_archs(target, built.target.archs)
+        _agrees(wheel, target, built)
     local = query.build_id is None
     report = verify_wheel(
         wheel,
@@ -61,6 +75,85 @@ def execute(args: argparse.Namespace) -> int:
         print(f"{binary}: SASS {' '.join(archs['cubins'])}; PTX {' '.join(archs['ptx']) or '-'}")
     print(f"ok: {wheel.name} matches {target.id}")
     return 0
+
+
+def _record_at_hand(wheel: Path) -> BuildRecord | None:
+    """The wheel's own build record: beside it, or in the default wheelhouse; None when
+    neither has one (a wheel from elsewhere is checked against the flags alone)."""
+    from wheelfarm.core.record import BuildRecord, path_for
+
+    for path in (path_for(wheel), path_for(common.WHEELHOUSE / wheel.name)):
+        if path.is_file():
+            return BuildRecord.read(path)
+    return None
+
+
+def _query(
+    args: argparse.Namespace, wheel: Path, built: BuildRecord | None, matrix: Matrix
+) -> TargetQuery:
+    """The flags' target, its gaps filled from the build record (what was built), or, for
+    `--local` without `--package` and no record, the project from the wheel's name."""
+    from packaging.utils import parse_wheel_filename
+
+    from wheelfarm.core.label import torch_minor
+
+    query = common.query(args)
+    if built is not None and not query.build_id and (query.local or not query.package):
+        t = built.target
+        return dataclasses.replace(
+            query,
+            package=query.package or t.package,
+            version=query.version or t.version,
+            cuda=query.cuda or t.cuda,
+            torch=query.torch or (t.torch and torch_minor(t.torch)),
+            python=query.python or t.python,
+            platform=query.platform or t.platform,
+            archs=query.archs or t.archs,
+        )
+    if query.local and not query.package and not query.build_id:
+        project = parse_wheel_filename(wheel.name)[0]
+        return dataclasses.replace(query, package=_package_named(matrix, project))
+    return query
+
+
+def _package_named(matrix: Matrix, project: str) -> str:
+    """The package whose wheels are named `project`: its name, or its per-CUDA `distribution`
+    (spconv_cu130 is spconv's); the project itself when none is (the planner names it)."""
+    from packaging.utils import canonicalize_name
+
+    from wheelfarm.matrix.model import DIST_PLACEHOLDER
+
+    for package in matrix.packages:
+        pieces = (package.distribution or package.name).split(DIST_PLACEHOLDER)
+        pattern = "cu[0-9]+".join(re.escape(canonicalize_name(p)) if p else "" for p in pieces)
+        if re.fullmatch(pattern, project, re.IGNORECASE):
+            return package.name
+    return project
+
+
+def _built_archs(target: Target, archs: str) -> Target:
+    """A build id's target with the arch list its record says was built (a quick `--archs`
+    build of the cell), not the policy's."""
+    from wheelfarm.matrix.model import ArchList
+
+    build = dataclasses.replace(target.build, archs=ArchList.parse(archs))
+    return dataclasses.replace(target, build=build)
+
+
+def _agrees(wheel: Path, target: Target, built: BuildRecord) -> None:
+    """The target verified is what the record says was built: package, archs and ABI; a
+    mismatch names both values."""
+    b, t = target.build, built.target
+    pairs = (("package", b.package, t.package), ("archs", b.archs.torch or None, t.archs),
+             ("abi", b.abi, t.abi))  # fmt: skip
+    problems = [
+        f"{what}: the target is {ours!r}, the build record says {theirs!r}: pass the record's "
+        f"value, or verify the wheel that was built for this target"
+        for what, ours, theirs in pairs
+        if ours != theirs
+    ]
+    if problems:
+        raise VerifyError(wheel.name, problems)
 
 
 def _rebuild(args: argparse.Namespace, wheel: Path) -> int:

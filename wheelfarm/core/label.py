@@ -31,6 +31,9 @@ def cuda_tag(version: Version | str) -> str:
     'cu130'
     """
     v = Version(str(version))
+    if v.minor > 9:  # noqa: PLR2004
+        msg = f"CUDA {version} has no tag: 'cu' + major + one minor digit cannot say {v.minor}"
+        raise ValueError(msg)
     return f"cu{v.major}{v.minor}"
 
 

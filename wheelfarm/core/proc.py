@@ -16,9 +16,18 @@ from typing import IO
 
 import psutil
 
+from wheelfarm.core import buildlog
 from wheelfarm.core.errors import BuildError, ToolchainError
 
 logger = logging.getLogger(__name__)
+
+
+class CommandFailedError(BuildError):
+    """A command exited non-zero (or was killed: a negative `returncode`, the signal)."""
+
+    def __init__(self, message: str, returncode: int) -> None:
+        super().__init__(message)
+        self.returncode = returncode
 
 
 def which(name: str, path: str | None = None) -> str:
@@ -34,7 +43,7 @@ def _last_line(log: Path) -> str:
     with log.open("rb") as fh:
         fh.seek(max(0, log.stat().st_size - 4096))
         lines = [ln.strip() for ln in fh.read().decode("utf-8", "replace").splitlines()]
-    last = next((ln for ln in reversed(lines) if ln), "")
+    last = next((ln for ln in reversed(lines) if ln and not buildlog.is_caret(ln)), "")
     return last if len(last) <= 120 else last[:117] + "..."  # noqa: PLR2004
 
 
@@ -130,7 +139,19 @@ def call(
         if out is not None:
             out.close()
     if proc.returncode != 0:
-        where = f"; log: {log}" if log is not None else ""
-        msg = f"command failed with exit code {proc.returncode}: {shown}{where}"
-        raise BuildError(msg)
+        raise CommandFailedError(_failure(argv[0], shown, proc.returncode, log), proc.returncode)
     return stdout if capture else ""
+
+
+def _failure(program: str, shown: str, code: int, log: Path | None) -> str:
+    """One line for a failed command: with a log that holds a compiler error, that error (the
+    cause, not the whole pip command) and the log; -v logs the lines around it."""
+    if log is None:
+        return f"command failed with exit code {code}: {shown}"
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    found = buildlog.cause(lines)
+    if found is None:
+        return f"command failed with exit code {code}: {shown}; log: {log}"
+    for line in buildlog.around(lines):
+        logger.debug("    | %s", line)
+    return f"{Path(program).name} failed with exit code {code}: {found}; log: {log}"

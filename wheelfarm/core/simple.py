@@ -32,6 +32,7 @@ class IndexFile:
     requires_python: str | None = None
     size: int | None = None
     core_metadata: bool = False  # PEP 658/714: `<url>.metadata` is served
+    yank_reason: str | None = None  # PEP 592: the reason a yanked file gives, if any
 
 
 class _Anchors(HTMLParser):
@@ -84,6 +85,7 @@ def parse_html(page: str, base: str) -> list[IndexFile]:
                 "data-yanked" in attrs,
                 requires_python=attrs.get("data-requires-python") or None,
                 core_metadata=_promises_metadata(metadata),
+                yank_reason=attrs.get("data-yanked") or None,
             )
         )
     return out
@@ -109,6 +111,7 @@ def _file(entry: dict[str, Any], base: str) -> IndexFile | None:
         requires_python=_text(entry, "requires-python"),
         size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None,
         core_metadata=not isinstance(metadata, str) and _promises_metadata(metadata),
+        yank_reason=_text(entry, "yanked"),
     )
 
 

@@ -32,6 +32,17 @@ def build_id_from_wheel(filename: str) -> str:
     return build_id(name, version, tags)
 
 
+def build_id_or_none(filename: str) -> str | None:
+    """build_id_from_wheel, or None for a file that is no wheel (a release's other assets, a
+    stray file in a wheelhouse)."""
+    if not filename.endswith(".whl"):
+        return None
+    try:
+        return build_id_from_wheel(filename)
+    except ValueError:
+        return None
+
+
 def build_id(name: str, version: Version, tags: frozenset[Tag]) -> str:
     """build_id_from_wheel for an already parsed file name."""
     platform = min(tags, key=str).platform

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from wheelfarm.core.errors import PlanError, UsageError
 from wheelfarm.core.jsonread import loads
-from wheelfarm.core.platforms import NAMES
+from wheelfarm.matrix.model import Matrix, PlatformInfo
 from wheelfarm.matrix.plan import Group, Plan
 
 PLAN_VERSION = 1
@@ -24,10 +25,15 @@ PLAN_VERSION = 1
 # compile shards; docs/adr/0016-python-groups.md). The build workflows read exactly these (tested).
 JOB_KEYS = (
     "id",  # the group id: `wheelfarm build ID --pythons PYTHONS` builds its wheels in turn
+    "platform",  # one pool runs every platform (docs/adr/0017-one-pool.md): each job names its own
+    "runner",  # farm.yaml's runner label for the platform
+    "container",  # its pinned build image; "" where the job runs on the runner itself (Windows)
+    "after",  # the producer group whose wheels (this shard's artifacts) it imports; "" for none
     "cuda",
     "python",  # the group's Pythons, one a line (setup-python's list on Windows)
     "timeout",  # the job's timeout-minutes
     "step",  # the build step's: it stops early enough to save its cache
+    "minutes",  # the build's own clock (JOB_MINUTES): it stops in time to save its cache
     "links",  # a link job: how many compile-shard caches it merges; 0 for a whole build
     "part",  # a compile shard: "I/K"; "" otherwise
     "batch",  # the publish job that takes its wheels
@@ -35,6 +41,8 @@ JOB_KEYS = (
 # The build step stops this long before the job limit, so its logs and compiler cache are saved
 # and a rerun resumes warm.
 SAVE_MARGIN_MINUTES = 15
+MAX_STEP_MINUTES = 360  # GitHub's limit on one step, on self-hosted runners too
+MAX_SELF_HOSTED_MINUTES = 1440  # a job's GITHUB_TOKEN lasts 24 h
 SHOWN = 8  # shard names an error lists
 # per output, as GitHub counts (UTF-16); GitHub's own cap is 1 MB a job
 MAX_OUTPUT_BYTES = 64 * 1024
@@ -43,21 +51,28 @@ MAX_OUTPUT_BYTES = 64 * 1024
 def job(
     group: Group,
     limit_minutes: int,
+    where: PlatformInfo,
     *,
     minutes: float | None = None,
     links: int = 0,
     part: str = "",
     batch: int = 0,
+    after: str = "",
 ) -> dict[str, object]:
     """One matrix entry; keys are JOB_KEYS. `minutes`: the job's estimate (default the group's)."""
     estimate = group.minutes if minutes is None else minutes
     timeout = min(limit_minutes, max(30, math.ceil(estimate * 1.5) + 20))
     return {
         "id": group.id,
+        "platform": group.platform,
+        "runner": where.runner,
+        "container": where.container,
+        "after": after,
         "cuda": group.builds[0].cuda,
         "python": "\n".join(b.python for b in group.builds),
         "timeout": timeout,
         "step": timeout - SAVE_MARGIN_MINUTES,
+        "minutes": timeout,
         "links": links,
         "part": part,
         "batch": batch,
@@ -65,13 +80,17 @@ def job(
 
 
 def jobs(
-    plan: Plan, group: Group, limit_minutes: int, batch: int = 0
+    plan: Plan, group: Group, limit_minutes: int, where: PlatformInfo, batch: int = 0
 ) -> tuple[list[dict[str, object]], dict[str, object]]:
     """(compile-shard jobs, the group's job): no shard jobs for a group that is not split."""
     k = plan.splits.get(group.id, 0)
     minutes = plan.job_minutes(group)
-    shards = [job(group, limit_minutes, minutes=minutes[i], part=f"{i + 1}/{k}") for i in range(k)]
-    return shards, job(group, limit_minutes, minutes=minutes[-1], links=k, batch=batch)
+    shards = [
+        job(group, limit_minutes, where, minutes=minutes[i], part=f"{i + 1}/{k}") for i in range(k)
+    ]
+    after = plan.placed[group.id].after if group.id in plan.placed else ""
+    main = job(group, limit_minutes, where, minutes=minutes[-1], links=k, batch=batch, after=after)
+    return shards, main
 
 
 def batches(groups: Sequence[Group], batch_wheels: int) -> list[int]:
@@ -86,18 +105,21 @@ def batches(groups: Sequence[Group], batch_wheels: int) -> list[int]:
     return out
 
 
-def plan_document(plan: Plan, limit_minutes: int, batch_wheels: int) -> dict[str, Any]:
-    """The whole plan as the shard workflows read it: per shard its runner, container, group
-    jobs (`include`), compile-shard jobs (`compile`), publish batches of about `batch_wheels`
-    wheels, and each group's build ids (`builds`, for the publish jobs: not a job output)."""
+def plan_document(
+    plan: Plan, limit_minutes: int, batch_wheels: int, platforms: dict[str, PlatformInfo]
+) -> dict[str, Any]:
+    """The whole plan as the shard workflow reads it: per shard its group jobs (`include`, each
+    with its platform's runner and container), compile-shard jobs (`compile`), publish batches
+    of about `batch_wheels` wheels, and each group's build ids (`builds`, for the publish jobs:
+    not a job output)."""
     shards: dict[str, Any] = {}
     for s in plan.shards:
         numbers = batches(s.groups, batch_wheels)
-        made = [jobs(plan, g, limit_minutes, n) for g, n in zip(s.groups, numbers, strict=True)]
+        made = [
+            jobs(plan, g, limit_minutes, platforms[g.platform], n)
+            for g, n in zip(s.groups, numbers, strict=True)
+        ]
         shards[s.name] = {
-            "platform": s.platform,
-            "runner": s.runner,
-            "container": s.container,
             "include": [main for _, main in made],
             "compile": [c for compiles, _ in made for c in compiles],
             "batches": numbers[-1] + 1 if numbers else 0,
@@ -112,14 +134,12 @@ def plan_document(plan: Plan, limit_minutes: int, batch_wheels: int) -> dict[str
 
 
 def github_outputs(plan: Plan) -> dict[str, str]:
-    """The plan job's outputs: per platform the names of its shards and how many builds they
-    hold (a few KB for the whole grid), and the total."""
-    out = {"count": str(len(plan.todo))}
-    for platform in NAMES:
-        mine = [s for s in plan.shards if s.platform == platform]
-        out[f"shards_{platform}"] = json.dumps([s.name for s in mine], separators=(",", ":"))
-        out[f"count_{platform}"] = str(sum(len(s.builds) for s in mine))
-    return out
+    """The plan job's outputs: the names of the shards in priority order, which the lanes take
+    in turn (a few KB for the whole grid), and how many builds they hold."""
+    return {
+        "count": str(len(plan.todo)),
+        "shards": json.dumps([s.name for s in plan.shards], separators=(",", ":")),
+    }
 
 
 def read_plan(path: Path) -> dict[str, Any]:
@@ -160,8 +180,7 @@ def _shaped(shard: dict[str, Any]) -> bool:
     """A plan file comes back from an artifact: each shard has the shape plan_document wrote."""
     jobs = [*shard.get("include", ()), *shard.get("compile", ())]
     return (
-        all(isinstance(shard.get(k), str) for k in ("runner", "container"))
-        and all(isinstance(shard.get(k), list) for k in ("include", "compile"))
+        all(isinstance(shard.get(k), list) for k in ("include", "compile"))
         and type(shard.get("batches")) is int
         and all(isinstance(j, dict) and set(j) == set(JOB_KEYS) for j in jobs)
         and all(isinstance(j["id"], str) and type(j["batch"]) is int for j in jobs)
@@ -174,14 +193,90 @@ def _shaped(shard: dict[str, Any]) -> bool:
     )
 
 
-def shard_outputs(document: dict[str, Any], name: str) -> dict[str, str]:
-    """A shard job's outputs: its matrices and publish batches, each under MAX_OUTPUT_BYTES."""
+def _within(value: object, allowed: set[str] | None) -> bool:
+    """A job's `python` (lines, each in `allowed`) or, for None, its `part` ('' or 'I/K')."""
+    if not isinstance(value, str):
+        return False
+    if allowed is None:
+        return re.fullmatch(r"(\d{1,3}/\d{1,3})?", value) is not None
+    return set(value.split("\n")) <= allowed
+
+
+def check_trusted(document: dict[str, Any], name: str, matrix: Matrix) -> None:
+    """Hold one shard of a plan file (an artifact, so writable by any job before it) to what
+    farm.yaml and torch.yaml permit, job by job: a platform of farm.yaml with its runner and
+    pinned container exactly, a CUDA tag torch.yaml builds there, Pythons torch ships, a
+    timeout within the hosted job limit with the step margin and clock `job` gives, and a
+    producer (`after`) that comes before it in the shard. A self-hosted runner is a workflow
+    input (`shard --runner`), never a plan value. UsageError naming the value and the fix on
+    anything else."""
     shard = _shard(document, name)
+    fix = "write the plan again with `wheelfarm plan`"
+    limit = matrix.farm.hosted_job_limit_minutes
+    earlier: set[str] = set()
+    for j in [*shard["compile"], *shard["include"]]:
+        platform = j.get("platform")
+        info = matrix.farm.platforms.get(platform) if isinstance(platform, str) else None
+        if info is None:
+            msg = f"shard {name}: job {j['id']!r} has platform {platform!r}, not farm.yaml's; {fix}"
+            raise UsageError(msg)
+        built = [r for r in matrix.releases if any(platform in p for p in r.builds.values())]
+        cudas = {c for r in built for c, where in r.builds.items() if platform in where}
+        pythons = {p for r in built for p in r.pythons()}
+        timeout, step = j["timeout"], j["step"]
+        bad = (
+            ("runner", j["runner"], j["runner"] != info.runner),
+            ("container", j["container"], j["container"] != info.container),
+            ("cuda", j["cuda"], not isinstance(j["cuda"], str) or j["cuda"] not in cudas),
+            ("python", j["python"], not _within(j["python"], pythons)),
+            ("timeout", timeout, type(timeout) is not int or not 0 < timeout <= limit),
+            ("step", step, not isinstance(timeout, int) or step != timeout - SAVE_MARGIN_MINUTES),
+            ("minutes", j["minutes"], j["minutes"] != timeout),
+            ("links", j["links"], type(j["links"]) is not int or j["links"] < 0),
+            ("part", j["part"], not _within(j["part"], None)),
+            ("after", j["after"], j["after"] != "" and j["after"] not in earlier),
+        )
+        for key, value, wrong in bad:
+            if wrong:
+                msg = (
+                    f"shard {name}: job {j['id']!r} has {key} {value!r}, which farm.yaml and "
+                    f"torch.yaml do not permit; {fix}"
+                )
+                raise UsageError(msg)
+        earlier.add(j["id"])
+
+
+def self_hosted(job: dict[str, Any], runners: dict[str, str], limit: int) -> dict[str, Any]:
+    """The job on the runner label given for its platform, under that runner's own time limit
+    (a job at most `limit` minutes, a step at most GitHub's 360, the build's clock at most
+    375 so that it stops in its step's time); unchanged where no label is given."""
+    label = runners.get(str(job["platform"]), "")
+    if not label:
+        return job
+    return {
+        **job,
+        "runner": label,
+        "timeout": limit,
+        "step": min(limit, MAX_STEP_MINUTES),
+        "minutes": min(limit, MAX_STEP_MINUTES + SAVE_MARGIN_MINUTES),
+    }
+
+
+def shard_outputs(
+    document: dict[str, Any],
+    name: str,
+    runners: dict[str, str] | None = None,
+    limit: int = MAX_STEP_MINUTES,
+) -> dict[str, str]:
+    """A shard job's outputs: its matrices (each job on its platform's runner, or the label
+    `runners` gives for it) and publish batches, each under MAX_OUTPUT_BYTES."""
+    shard = _shard(document, name)
+    runners = runners or {}
+    include = [self_hosted(j, runners, limit) for j in shard["include"]]
+    compile_ = [self_hosted(j, runners, limit) for j in shard["compile"]]
     out = {
-        "runner": str(shard["runner"]),
-        "container": str(shard["container"]),
-        "include": json.dumps(shard["include"], separators=(",", ":")),
-        "compile": json.dumps(shard["compile"], separators=(",", ":")),
+        "include": json.dumps(include, separators=(",", ":")),
+        "compile": json.dumps(compile_, separators=(",", ":")),
         "batches": json.dumps(list(range(shard["batches"]))),
         "count": str(len(shard["include"])),
     }

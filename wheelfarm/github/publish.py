@@ -38,7 +38,7 @@ from urllib.parse import quote
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import NetworkError, PublishError, UsageError
 from wheelfarm.core.record import BuildRecord, RecordError, path_for
-from wheelfarm.core.wheelname import build_id_from_wheel
+from wheelfarm.core.wheelname import build_id_from_wheel, build_id_or_none
 from wheelfarm.github.assets import Upload, asset_sha256, release_tag, uploaded, uploads_for
 from wheelfarm.github.client import BudgetExhaustedError, GitHubClient
 
@@ -461,19 +461,10 @@ def _missing(
             continue
         if base not in known:
             known[base] = _existing(pub, base)
-        published = {_build_id_or_none(name) for release in known[base] for name in release.assets}
+        published = {build_id_or_none(name) for release in known[base] for name in release.assets}
         if build_id not in published:
             out.append(build_id)
     return out
-
-
-def _build_id_or_none(name: str) -> str | None:
-    if not name.endswith(".whl"):
-        return None
-    try:
-        return build_id_from_wheel(name)
-    except ValueError:
-        return None
 
 
 def _publish_records(

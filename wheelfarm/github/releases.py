@@ -201,6 +201,10 @@ class ReleasesSource:
         matrix: Matrix | None,
     ) -> WheelEntry:
         name = asset["name"]
+        digest = asset.get("digest")
+        if digest is not None and asset_sha256(asset) is None:  # GitHub's, or forged: skip it
+            msg = f"its digest {str(digest)[:80]!r} is not sha256: and 64 hex digits"
+            raise ValueError(msg)
         sha = asset_sha256(asset) or legacy.sha256(name)
         if not sha:
             msg = (

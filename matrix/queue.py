@@ -1,0 +1,251 @@
+"""The order a farm run builds in and the lanes it runs on (docs/adr/0017-one-pool.md).
+
+Every platform draws from one pool of `pool.lanes` concurrent build jobs. The groups are put in
+priority order: farm.yaml's tiers first (tier 1: the newest torch minor on the CUDA its PyPI
+wheel pins), the rest newest torch first, and within a tier the longest chain first (a split
+group's compile shards and link, a farm_requires producer and its consumer). The ordered jobs
+are cut into shards of about `pool.shard_hours` of predicted work; a lane runs one shard's jobs
+in turn, then takes the next shard, so no lane waits while a job is left. A consumer of farm
+wheels runs in its producer's shard, right after it, and takes the producer's wheels from the
+run's own artifacts. A run plans only the shards its lanes finish within `pool.run_days`; the
+next run plans the rest from what the Releases then hold. Pure: reads nothing but its arguments.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Protocol, TypeVar
+
+from packaging.version import Version
+
+from wheelfarm.core.errors import PlanError
+from wheelfarm.matrix.expand import Build, Cell
+from wheelfarm.matrix.model import Matrix, Pool, TierRule
+
+MAX_SHARDS = 256  # farm.yml's matrix of shards is one GitHub matrix
+# what a shard adds to its jobs on its lane: the targets job, the runner setups, its publish jobs
+SHARD_OVERHEAD_MINUTES = 15.0
+
+
+class _Grouped(Protocol):
+    """What the queue needs of a plan's group (matrix.plan.Group)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def builds(self) -> tuple[Build, ...]: ...
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where a group stands in the run: its tier, its place in the queue (1-based), its shard,
+    the producer group whose wheels it takes from the shard ('' for none) and the predicted
+    minutes from the run's start until its shard starts and ends."""
+
+    tier: int
+    place: int
+    shard: int
+    after: str
+    starts: float
+    ends: float
+
+
+def tier_of(build: Build, matrix: Matrix) -> int:
+    """The best (lowest) tier of any cell the build serves; len(tiers) + 1 for none."""
+    tiers = matrix.farm.pool.tiers
+    minors = sorted({r.minor for r in matrix.releases}, key=Version, reverse=True)
+    best = len(tiers) + 1
+    for cell in build.covers:
+        for number, rules in enumerate(tiers, 1):
+            if number < best and any(_holds(rule, cell, matrix, minors) for rule in rules):
+                best = number
+    return best
+
+
+def _holds(rule: TierRule, cell: Cell, matrix: Matrix, minors: list[str]) -> bool:
+    named = {"newest": minors[:1], "previous": minors[1:2]}.get(rule.torch)
+    if not (cell.torch in named if named is not None else fnmatchcase(cell.torch, rule.torch)):
+        return False
+    if rule.cuda != "pypi":
+        return fnmatchcase(cell.cuda, rule.cuda)
+    pypi = matrix.release(cell.torch).pypi  # Windows: PyPI's torch there is CPU: Linux's CUDA
+    return cell.cuda == pypi.get(cell.platform, pypi.get("linux_x86_64"))
+
+
+G = TypeVar("G", bound=_Grouped)
+
+
+def consumers(groups: Sequence[_Grouped]) -> dict[str, str]:
+    """Consumer group id -> the one producer group of this plan whose wheels it imports; a
+    consumer whose producers in the plan are several groups is not listed (it waits for a
+    later run, as before)."""
+    owner = {b.id: g.id for g in groups for b in g.builds}
+    out = {}
+    for g in groups:
+        producers = {owner[r] for b in g.builds for r in b.requires if r in owner}
+        if len(producers) == 1:
+            out[g.id] = producers.pop()
+    return out
+
+
+def order(
+    groups: Sequence[G], matrix: Matrix, minutes: Callable[[G], float], after: dict[str, str]
+) -> list[G]:
+    """The groups in priority order: tier, then (past the tiers) newest torch, then the longest
+    chain (the group's jobs in turn, and its consumer's), then id. A consumer comes right after
+    its producer."""
+    tiers = {g.id: min(tier_of(b, matrix) for b in g.builds) for g in groups}
+    chain = {g.id: minutes(g) for g in groups}
+    for consumer, producer in after.items():
+        chain[producer] += chain[consumer]
+    last = len(matrix.farm.pool.tiers) + 1
+
+    def key(g: G) -> tuple[int, float, float, str]:
+        # past the tiers the newest torch first; torch-free builds serve every torch
+        newest = _ordinal(g.builds[0].torch_minor) if tiers[g.id] == last else 0.0
+        return tiers[g.id], -newest, -chain[g.id], g.id
+
+    ranked = sorted((g for g in groups if g.id not in after), key=key)
+    following: dict[str, list[G]] = {}
+    for g in groups:
+        if g.id in after:
+            following.setdefault(after[g.id], []).append(g)
+    out: list[G] = []
+    for g in ranked:
+        out.append(g)
+        out += sorted(following.get(g.id, []), key=lambda c: c.id)
+    return out
+
+
+def _ordinal(minor: str | None) -> float:
+    """A sortable number for a torch minor ('2.15' -> 2.015); a torch-free build's is 0."""
+    if minor is None:
+        return 0.0
+    major, number = (*Version(minor).release, 0, 0)[:2]
+    return major + number / 1000
+
+
+def cut_shards(
+    ordered: Sequence[G],
+    minutes: Callable[[G], float],
+    jobs: Callable[[G], int],
+    pool: Pool,
+    max_jobs: int,
+    after: dict[str, str],
+    tiers: dict[str, int],
+) -> list[list[G]]:
+    """The ordered groups in shards of one tier each, each at most `max_jobs` jobs. Tier 1's
+    shards hold its work spread over every lane (at most `shard_hours`), so that it all starts
+    at once; later tiers' hold `shard_hours`, more where the run would pass MAX_SHARDS. A
+    longer group is a shard of its own; a consumer stays in its producer's shard."""
+    totals: dict[int, float] = {}
+    for g in ordered:
+        totals[tiers[g.id]] = totals.get(tiers[g.id], 0.0) + minutes(g)
+    hours = pool.shard_hours * 60
+    targets = {t: min(hours, max(60.0, total / pool.lanes)) for t, total in totals.items()}
+    targets = {t: hours if t > 1 else v for t, v in targets.items()}
+    while len(shards := _packed(ordered, minutes, jobs, targets, tiers, max_jobs, after)) > (
+        MAX_SHARDS
+    ):
+        if max(targets.values()) > sum(totals.values()):  # the job limit cuts them, not hours
+            msg = (
+                f"the run needs {len(shards)} shards of at most {max_jobs} jobs, over GitHub's "
+                f"{MAX_SHARDS} matrix entries: raise max_jobs_per_shard in farm.yaml or narrow it"
+            )
+            raise PlanError(msg)
+        targets = {t: v * 1.25 if t > 1 or len(targets) == 1 else v for t, v in targets.items()}
+    return shards
+
+
+def _packed(
+    ordered: Sequence[G],
+    minutes: Callable[[G], float],
+    jobs: Callable[[G], int],
+    targets: dict[int, float],
+    tiers: dict[str, int],
+    max_jobs: int,
+    after: dict[str, str],
+) -> list[list[G]]:
+    shards: list[list[G]] = []
+    held = count = 0.0
+    for g in ordered:
+        chained = g.id in after and shards and any(p.id == after[g.id] for p in shards[-1])
+        tier = tiers[g.id]
+        full = held > 0 and (held + minutes(g) > targets[tier] or count + jobs(g) > max_jobs)
+        if not shards or (not chained and (full or tiers[shards[-1][0].id] != tier)):
+            shards.append([])
+            held = count = 0.0
+        shards[-1].append(g)
+        held += minutes(g)
+        count += jobs(g)
+    return shards
+
+
+def simulate(durations: Sequence[float], lanes: int) -> list[tuple[float, float]]:
+    """(start, end) minutes of each shard when `lanes` lanes take them in order, each the next
+    shard as soon as it is free (GitHub's max-parallel over the shard matrix)."""
+    free = [0.0] * max(1, lanes)
+    heapq.heapify(free)
+    out = []
+    for d in durations:
+        start = heapq.heappop(free)
+        out.append((start, start + d))
+        heapq.heappush(free, start + d)
+    return out
+
+
+def place(
+    groups: Sequence[G],
+    matrix: Matrix,
+    minutes: Callable[[G], float],
+    jobs: Callable[[G], int],
+    max_jobs: int,
+    *,
+    one_run: bool = True,
+) -> tuple[list[list[G]], list[G], dict[str, Placed]]:
+    """(this run's shards, the groups left to the next run, where every group stands);
+    `one_run` False keeps every shard (the whole pass)."""
+    pool = matrix.farm.pool
+    after = consumers(groups)
+    ranked = order(groups, matrix, minutes, after)
+    tiers = {g.id: min(tier_of(b, matrix) for b in g.builds) for g in groups}
+    shards = cut_shards(ranked, minutes, jobs, pool, max_jobs, after, tiers)
+    # on its lane a whole group's job also sets up (toolkit, torch env, source), which a split
+    # group's estimate already counts for each of its jobs (split_compile.job_overhead_minutes)
+    setup = matrix.farm.split_compile.job_overhead_minutes if matrix.farm.split_compile else 0.0
+
+    def lane_minutes(g: G) -> float:
+        return minutes(g) + (setup if jobs(g) == 1 else 0.0)
+
+    times = simulate(
+        [sum(lane_minutes(g) for g in s) + SHARD_OVERHEAD_MINUTES for s in shards], pool.lanes
+    )
+    # the first shard to end past the limit goes, and every shard after it: the order is the
+    # priority (the first shard always stays, or nothing would ever be built)
+    limit = pool.run_days * 24 * 60 if one_run else math.inf
+    cut = next((i for i, (_, end) in enumerate(times) if end > limit and i), len(shards))
+    placed: dict[str, Placed] = {}
+    number = 0
+    for i, shard in enumerate(shards):
+        for g in shard:
+            number += 1
+            placed[g.id] = Placed(
+                tier=tiers[g.id],
+                place=number,
+                shard=i + 1,
+                after=after.get(g.id, ""),
+                starts=times[i][0],
+                ends=times[i][1],
+            )
+    later = [g for s in shards[cut:] for g in s]
+    return shards[:cut], later, placed
+
+
+def hours(minutes: float) -> str:
+    """'13.2 h' for a predicted time."""
+    return f"{math.ceil(minutes / 6) / 10:.1f} h"

@@ -1,0 +1,94 @@
+"""matrix/queue.py: the tiers, the order a run builds in, its lane shards and the run's cut
+(docs/adr/0017-one-pool.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.roots import REPO
+from wheelfarm.matrix import queue
+from wheelfarm.matrix.expand import expand
+from wheelfarm.matrix.load import load_matrix
+from wheelfarm.matrix.model import Matrix, TierRule
+from wheelfarm.matrix.plan import Filters, explain, make_plan, tier_hours
+
+MATRIX = load_matrix(REPO)
+EXPANSION = expand(MATRIX)
+
+
+def _pool(matrix: Matrix, **changes: object) -> Matrix:
+    pool = dataclasses.replace(matrix.farm.pool, **changes)
+    return dataclasses.replace(matrix, farm=dataclasses.replace(matrix.farm, pool=pool))
+
+
+def test_tier_one_is_the_newest_torch_on_pypis_cuda_on_every_platform() -> None:
+    tiers = {
+        (b.platform, b.cuda, b.torch_minor): queue.tier_of(b, MATRIX)
+        for b in EXPANSION.builds
+        if b.package == "flash-attn"
+    }
+    assert tiers[("linux_x86_64", "cu132", "2.15")] == 1  # torch.yaml: PyPI's 2.15 is cu132
+    assert tiers[("win_amd64", "cu132", "2.15")] == 1  # Windows takes Linux's PyPI CUDA
+    assert tiers[("linux_x86_64", "cu130", "2.15")] == 2  # the newest minor's other CUDA
+    assert tiers[("linux_x86_64", "cu130", "2.14")] == 2  # the previous minor's PyPI CUDA
+    assert tiers[("linux_x86_64", "cu132", "2.14")] == 3
+    assert tiers[("linux_x86_64", "cu126", "2.9")] == 3
+
+
+def test_a_glob_rule_and_no_tiers_at_all() -> None:
+    glob = _pool(MATRIX, tiers=((TierRule(torch="2.1?", cuda="cu12*"),),))
+    build = next(b for b in EXPANSION.builds if b.torch_minor == "2.12" and b.cuda == "cu126")
+    assert queue.tier_of(build, glob) == 1
+    assert queue.tier_of(build, _pool(MATRIX, tiers=())) == 1  # the rest is tier 1 then
+
+
+def test_the_run_builds_tier_one_first_the_longest_chain_first_and_newest_after() -> None:
+    plan = make_plan(MATRIX, EXPANSION, one_run=False)
+    ranked = sorted(plan.groups, key=lambda g: plan.placed[g.id].place)
+    tiers = [plan.placed[g.id].tier for g in ranked]
+    assert tiers == sorted(tiers)  # no tier-2 group before a tier-1 one
+    first = [g for g in ranked if plan.placed[g.id].tier == 1]
+    chains = [sum(plan.job_minutes(g)) for g in first if not plan.placed[g.id].after]
+    assert chains[0] == max(chains)  # the longest chain starts first
+    rest = [g.builds[0].torch_minor for g in ranked if plan.placed[g.id].tier == 3]
+    minors = [tuple(map(int, m.split("."))) for m in rest if m]  # torch-free builds: none
+    assert minors == sorted(minors, reverse=True)  # past the tiers: the newest torch first
+    hours = tier_hours(plan)
+    assert hours[1] < 24 * 60 and hours[1] <= hours[2] <= hours[3]
+
+
+def test_a_run_keeps_what_its_lanes_finish_in_its_days_and_explains_the_rest() -> None:
+    short = _pool(MATRIX, run_days=1.0)
+    plan = make_plan(short, expand(short))
+    assert plan.later and plan.shards
+    assert max(plan.placed[g.id].ends for g in plan.groups) <= 24 * 60
+    assert any("left to the next farm run" in w for w in plan.warnings)
+    later = plan.later[-1].builds[0]
+    cell = later.covers[0]
+    assert "the next farm run builds" in explain(plan, cell.id)
+    whole = make_plan(short, expand(short), one_run=False)
+    assert not whole.later and len(whole.todo) == len(plan.todo) + sum(
+        len(g.builds) for g in plan.later
+    )
+
+
+def test_a_new_torch_minor_alone_fits_a_day() -> None:
+    """The common case once a farm runs: the watcher's pull request adds a minor."""
+    plan = make_plan(MATRIX, EXPANSION, filters=Filters(torch=("2.15*",)))
+    assert not plan.later and not plan.deferred
+    assert max(tier_hours(plan).values()) < 24 * 60
+
+
+@given(st.lists(st.floats(min_value=0, max_value=1e4), max_size=60), st.integers(1, 20))
+def test_lanes_take_shards_in_order_as_each_comes_free(durations: list[float], lanes: int) -> None:
+    times = queue.simulate(durations, lanes)
+    assert [end - start for start, end in times] == pytest.approx(durations)
+    starts = [s for s, _ in times]
+    assert starts == sorted(starts)  # in order
+    for t in starts:  # never more lanes busy than there are
+        assert sum(1 for s, e in times if s <= t < e) <= lanes
+    assert all(s == 0 for s in starts[:lanes])
