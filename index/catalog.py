@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from wheelfarm.index.entries import DUPLICATE, NO_CELL, Refused, WheelEntry, refusal
+from wheelfarm.index.entries import (
+    DUPLICATE,
+    NO_CELL,
+    Refused,
+    WheelEntry,
+    refusal,
+    spelled_version,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is 3.11+
@@ -129,7 +136,7 @@ class Catalog(Scratch):
             filename, url, sha256, size, requires_python, metadata_sha256, yanked = row[:7]
             covers, unfiled, sass, ptx, partial_archs, project, version, tags = row[7:15]
             if version not in versions:
-                versions[version] = Version(version)
+                versions[version] = spelled_version(version)
             yield WheelEntry(
                 filename=filename,
                 url=url,

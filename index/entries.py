@@ -21,6 +21,18 @@ from wheelfarm.matrix.model import Matrix
 from wheelfarm.scripts.wheelfarm_install import runs_text
 
 FILES_DIR = "files"  # where a local site keeps its wheels, relative to the site root
+# what urllib's quote leaves as it is (its safe "/", letters, digits, "_.-~"), and "+"
+_PLAIN_OR_PLUS = re.compile(r"[A-Za-z0-9_.~/+-]*")
+
+
+def _quoted(filename: str) -> str:
+    """The same as quote(filename): a wheel's name has only a local version's "+" to quote, and
+    quote's general path costs more than the rest of a link (three per wheel)."""
+    if _PLAIN_OR_PLUS.fullmatch(filename):
+        return filename.replace("+", "%2B")
+    return quote(filename)
+
+
 _T = TypeVar("_T")
 Parsed = tuple[NormalizedName, Version, frozenset[Tag]]
 SAFE_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -55,6 +67,13 @@ def parse(filename: str) -> Parsed:
     # a version is shared by its spelling: Version('1.0') == Version('1.0.0')
     spelled = _SHARED.setdefault(("version", str(version)), version)
     return _shared(name), spelled, _shared(tags)  # type: ignore[return-value]
+
+
+def spelled_version(spelled: str) -> Version:
+    """The version `parse` shared for this spelling (parsed again only when none was): a
+    catalog keeps a version as its text and reads every wheel's back."""
+    found = _SHARED.get(("version", spelled))
+    return found if isinstance(found, Version) else Version(spelled)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -103,7 +122,7 @@ class WheelEntry:
     @property
     def link(self) -> str:
         """The wheel's URL: absolute, or relative to a local site's root."""
-        return self.url or f"{FILES_DIR}/{quote(self.filename)}"
+        return self.url or f"{FILES_DIR}/{_quoted(self.filename)}"
 
     @property
     def build_id(self) -> str:

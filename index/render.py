@@ -16,8 +16,6 @@ from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import WheelEntry, check_name, visible
 from wheelfarm.index.tree import Tree
 
-_EMPTY = Markup("")
-
 
 def jinja(templates: Path) -> Environment:
     """The farm root's templates, autoescaped."""
@@ -28,21 +26,31 @@ def jinja(templates: Path) -> Environment:
     )
 
 
+def _escaped(value: str) -> str:
+    """`value` as markupsafe.escape writes it, as a plain string: the same five characters
+    replaced, without a Markup object per piece (a 100,000-wheel site escapes a million)."""
+    return (
+        value.replace("&", "&amp;")
+        .replace(">", "&gt;")
+        .replace("<", "&lt;")
+        .replace("'", "&#39;")
+        .replace('"', "&#34;")
+    )
+
+
 def anchor(e: WheelEntry, href: str) -> Markup:
     """One PEP 503 link: sha256 fragment, requires-python, PEP 658/714 metadata, PEP 592 yank.
     Built here rather than in the template: a 100,000-wheel site renders each link twice.
-    Markup's join escapes every piece that is not itself markup: each value given."""
-    parts: list[str] = [Markup('<a href="'), href, Markup("#sha256="), e.sha256, Markup('"')]
+    Every value given is escaped (`_escaped`); the text is markup only once it is whole."""
+    text = f'<a href="{_escaped(href)}#sha256={_escaped(e.sha256)}"'
     if e.requires_python:
-        parts += [Markup(' data-requires-python="'), e.requires_python, Markup('"')]
+        text += f' data-requires-python="{_escaped(e.requires_python)}"'
     if e.metadata_sha256:
-        meta = e.metadata_sha256
-        parts += [Markup(' data-core-metadata="sha256='), meta, Markup('"')]
-        parts += [Markup(' data-dist-info-metadata="sha256='), meta, Markup('"')]
+        meta = _escaped(e.metadata_sha256)
+        text += f' data-core-metadata="sha256={meta}" data-dist-info-metadata="sha256={meta}"'
     if e.yanked is not None:
-        parts += [Markup(' data-yanked="'), visible(e.yanked), Markup('"')]
-    parts += [Markup(">"), e.filename, Markup("</a>")]
-    return _EMPTY.join(parts)
+        text += f' data-yanked="{_escaped(visible(e.yanked))}"'
+    return Markup(f"{text}>{_escaped(e.filename)}</a>")  # noqa: S704 - every value escaped
 
 
 def _href(entry: WheelEntry, depth: int) -> str:

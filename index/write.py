@@ -5,10 +5,11 @@ and GitHub imports (requests among them) would add about 16 MB to that run's mem
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from wheelfarm import __version__
+from wheelfarm.core.root import FarmRoot
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.coverage import coverage, svg
 from wheelfarm.index.lock import LOCK_TIMEOUT
@@ -60,11 +61,10 @@ def write_site(
     )
 
 
-def _input_key(matrix: Matrix, wheelhouse: Path, title: str) -> str:
+def _input_key(root: FarmRoot, wheelhouse: Path, title: str) -> str:
     """Everything a wheelhouse site is made from, by stat rather than by content where it is
     big: the wheelhouse listing, the farm root's YAML and templates, the title, this code."""
     digest = hashlib.sha256(f"{__version__}\0{title}\0{wheelhouse_key(wheelhouse)}".encode())
-    root = matrix.root
     for folder in (root.matrix, root.templates):
         for path in sorted(folder.rglob("*")):
             if path.is_file():
@@ -90,14 +90,38 @@ def index_wheelhouse(
     lock_timeout: float = LOCK_TIMEOUT,
 ) -> SiteResult:
     """The site of a local wheelhouse (wheels copied under files/: the source reads each
-    wheel, the site places what it read, the catalog keeps its entry); a rerun on an unchanged
-    wheelhouse and farm root reports the site as it is, reading no wheel, and a rerun after a
-    change reads only the wheels whose size, mtime, inode or ctime changed. Another run
-    writing `out` is waited for up to `lock_timeout` seconds (index/lock.py)."""
-    key = _input_key(matrix, wheelhouse, title)
+    wheel, the site places what it read, the catalog keeps its entry); see `index_root`."""
+    return index_root(
+        matrix.root,
+        lambda: (matrix, expansion),
+        wheelhouse,
+        out,
+        title=title,
+        allow_removal=allow_removal,
+        lock_timeout=lock_timeout,
+    )
+
+
+def index_root(
+    root: FarmRoot,
+    grid: Callable[[], tuple[Matrix, Expansion]],
+    wheelhouse: Path,
+    out: Path,
+    *,
+    title: str,
+    allow_removal: bool = False,
+    lock_timeout: float = LOCK_TIMEOUT,
+) -> SiteResult:
+    """`index_wheelhouse` for the farm `root`, whose matrix and expansion `grid` loads only
+    when the site is written: a rerun on an unchanged wheelhouse and farm root (its every
+    file is in the input key) reports the site as it is, reading no wheel and no YAML, and a
+    rerun after a change reads only the wheels whose size, mtime, inode or ctime changed.
+    Another run writing `out` is waited for up to `lock_timeout` seconds (index/lock.py)."""
+    key = _input_key(root, wheelhouse, title)
     reused = reuse(out, key)
     if reused is not None:
         return reused
+    matrix, expansion = grid()
     with Site(out, lock_timeout=lock_timeout) as site:
         yanked, builds = yanked_versions(matrix), policy(expansion)
         reads = read_wheelhouse(wheelhouse, matrix, yanked, builds, site.owned.cache)

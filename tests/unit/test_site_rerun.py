@@ -168,3 +168,29 @@ def test_removing_a_tree_follows_no_link(tmp_path: Path) -> None:
         fs.remove_tree(tree)
         assert not os.path.lexists(tree)
     assert (outside / "keep.whl").read_text() == "keep"
+
+
+def test_an_unchanged_rerun_loads_no_matrix(tmp_path: Path) -> None:
+    """The input key holds every file the matrix is read from, so a rerun that matches it
+    reports the site without loading (or expanding) the YAML; a changed wheelhouse loads it."""
+    from wheelfarm.index.write import index_root
+    from wheelfarm.matrix.expand import Expansion, expand
+    from wheelfarm.matrix.load import load_matrix
+    from wheelfarm.matrix.model import Matrix
+
+    house, out = tmp_path / "house", tmp_path / "site"
+    house.mkdir()
+    wheel(house)
+    loads: list[int] = []
+
+    def grid() -> tuple[Matrix, Expansion]:
+        loads.append(1)
+        matrix = load_matrix(REPO)
+        return matrix, expand(matrix)
+
+    first = index_root(REPO, grid, house, out, title="t")
+    again = index_root(REPO, grid, house, out, title="t")
+    assert (len(loads), again.counts(), again.written) == (1, first.counts(), 0)
+    wheel(house, CP311)
+    assert index_root(REPO, grid, house, out, title="t").wheels == 2
+    assert len(loads) == 2

@@ -53,21 +53,22 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    matrix, expansion = common.grid(args)
     shared = {
         "title": args.title,
         "allow_removal": args.allow_removal,
         "lock_timeout": args.lock_timeout,
     }
     if args.github is None:
-        from wheelfarm.index.write import index_wheelhouse
+        from wheelfarm.index.write import index_root
 
+        root = common.root(args)  # the matrix is loaded only when the site is written
         given = args.wheelhouse or common.WHEELHOUSE
         folder = common.existing_path(given, "--wheelhouse", folder=True)
-        summary = index_wheelhouse(matrix, expansion, folder, args.out, **shared)
+        summary = index_root(root, lambda: common.grid(args), folder, args.out, **shared)
     else:
         from wheelfarm.farm import index_releases
 
+        matrix, expansion = common.grid(args)
         github = common.client(args.github, args)
         summary = index_releases(matrix, expansion, github, args.out, **shared)
     _print_site(args.out, summary)
