@@ -84,8 +84,8 @@ class Answer:
 
 
 def answer(plan: Plan, request: Request) -> Answer:
-    """Published in its release, planned and queued, or not planned with the plan's reason
-    (the plan has no priority tiers yet, so a queued build names none)."""
+    """Published in its release, planned and queued with its tier (this run's queue or the
+    next run's, docs/adr/0017-one-pool.md), or not planned with the plan's reason."""
     cell = request.cell_id
     try:
         reason = explain(plan, cell)
@@ -94,6 +94,9 @@ def answer(plan: Plan, request: Request) -> Answer:
     if ": already present as " in reason:
         tag = version_tag(request.package, request.version)
         return Answer(f"Published in release {tag} ({reason}).", planned=False)
-    if ": built by " in reason or ": covered by " in reason or ": deferred: " in reason:
-        return Answer(f"Planned, queued ({reason}).", planned=True)
+    queued = (": built by ", ": covered by ", ": deferred: ", "the next farm run builds")
+    if any(q in reason for q in queued):
+        tier = re.search(r"; tier (\d+)|: tier (\d+)", reason)
+        named = f"tier {tier[1] or tier[2]}, " if tier else ""
+        return Answer(f"Planned, {named}queued ({reason}).", planned=True)
     return Answer(f"Not planned: {reason}", planned=False)

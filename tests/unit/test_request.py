@@ -41,9 +41,9 @@ def test_a_form_reads_into_the_plans_cell() -> None:
     assert request.cell_id == CELL.id
 
 
-def test_a_planned_cell_is_queued_without_a_tier() -> None:
+def test_a_planned_cell_is_queued_with_its_tier() -> None:
     reply = answer(make_plan(MATRIX, EXPANSION), read_form(form_of(CELL)))
-    assert reply.planned and reply.text.startswith("Planned, queued (")
+    assert reply.planned and reply.text.startswith("Planned, tier 3, queued (")
 
 
 def test_a_published_cell_names_its_release() -> None:
@@ -118,7 +118,7 @@ def test_the_command_answers_and_writes_the_selection(
     monkeypatch.setenv("GITHUB_OUTPUT", str(out))
     args = ["request", "--root", str(REPO.path), "--body-file", str(body), "--github-output"]
     assert main(args) == 0
-    assert capsys.readouterr().out.startswith("Planned, queued (")
+    assert capsys.readouterr().out.startswith("Planned, tier 3, queued (")
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines == ["planned=true", f"package={CELL.package}", f"cuda={CELL.cuda}",
                      f"torch={CELL.torch}", f"python={CELL.python}", f"platform={CELL.platform}"]  # fmt: skip
