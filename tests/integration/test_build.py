@@ -55,10 +55,13 @@ def test_verify_reports_exactly_the_policy_archs(demo_build: DemoBuild) -> None:
     )
 
 
-def test_verify_fails_a_missing_arch(demo_build: DemoBuild) -> None:
+def test_verify_fails_a_missing_arch(demo_build: DemoBuild, tmp_path: Path) -> None:
+    # the wheel alone: beside its build record, verify takes the record's archs and refuses an
+    # --archs that contradicts them
+    alone = Path(shutil.copy(demo_build.wheel, tmp_path))
     result = wheelfarm(
         "verify",
-        demo_build.wheel,
+        alone,
         "--local",
         "--no-import",
         "--archs",
