@@ -10,7 +10,10 @@ Run from the repository root: python benchmarks/first_run.py [--package GLOB] [-
 pushed as tags, and 300 MB wheels, which the memory goal is for; any GLOB dispatches farm.yml
 for that selection instead, as its inputs do; a smoke run takes a build or two and small
 wheels). Its last line is
-`published=N/N lost=0 limits_hit=0 wall_days=D runner_hours=H`."""
+`published=N/N lost=0 limits_hit=0 wall_days=D runner_hours=H tier1_hours=T
+tier1_windows_hours=W longest_run_days=R busy_runners=B`: T the hours from the first tag until
+the index holds every tier-1 wheel (farm.yaml pool.tiers), W the same for win_amd64's, R the
+longest farm run, B the mean of busy runners while any job waited (ADR 17)."""
 
 from __future__ import annotations
 
