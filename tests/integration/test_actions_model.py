@@ -13,12 +13,12 @@ from textwrap import dedent
 
 import pytest
 
-from tests.actions.farm import Farm
-from tests.actions.model import Artifact, Model, RunStartError
-from tests.actions.scenario import SCALE, every_feature, first_run
-from tests.actions.standins import standins
-from tests.actions.workflow import WorkflowError
-from tests.fakegithub import FakeGitHub, fake_github
+from ghsim.actions.farm import Farm
+from ghsim.actions.model import Artifact, Model, RunStartError
+from ghsim.actions.scenario import SCALE, every_feature, first_run
+from ghsim.actions.standins import standins
+from ghsim.actions.workflow import WorkflowError
+from ghsim.fakegithub import FakeGitHub, fake_github
 from wheelfarm.github.actions import MAX_OUTPUT_BYTES
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.actions.model import Instance, Limits, Model, Run
-from tests.actions.standins import standins
+from ghsim.actions.model import Instance, Limits, Model, Run
+from ghsim.actions.standins import standins
 
 pytestmark = pytest.mark.integration
 RESTORE = "actions/cache/restore@27d5ce7f107fe9357f9df03efb73ab90386fccae"

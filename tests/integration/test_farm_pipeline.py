@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakegithub import fake_github
+from ghsim.fakegithub import fake_github
 from wheelfarm.index.serve import served
 
 from .conftest import DemoBuild, fresh_venv, pip, wheelfarm

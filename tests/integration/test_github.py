@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.fakegithub import FakeGitHub, fake_github
+from ghsim.fakegithub import FakeGitHub, fake_github
+from ghsim.synthetic import SAMPLE, sample_record
 from tests.roots import REPO
-from tests.synthetic import SAMPLE, sample_record
 from wheelfarm.core.errors import PublishError
 from wheelfarm.core.record import Archs, Timing, path_for
 from wheelfarm.core.wheelfile import write_wheel

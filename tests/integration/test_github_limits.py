@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from tests.fakegithub import FakeGitHub, fake_github, serving
+from ghsim.fakegithub import FakeGitHub, fake_github, serving
+from ghsim.synthetic import farm_wheel
 from tests.integration.test_github import make_wheel
 from tests.roots import REPO
-from tests.synthetic import farm_wheel
 from wheelfarm.core.errors import NetworkError
 from wheelfarm.github.client import GitHubClient
 from wheelfarm.github.publish import Publisher, publish

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.fakegithub import serving as loopback
+from ghsim.fakegithub import serving as loopback
 from tests.roots import REPO
 from wheelfarm.index.serve import served
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.actions.standins import PINS
+from ghsim.actions.standins import PINS
 
 ROOT = Path(__file__).parents[2]
 USES = re.compile(r"uses:\s*([\w.-]+/[\w./-]+)@([0-9a-f]{40})\s*#\s*(v[\d.]+)")

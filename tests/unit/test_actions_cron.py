@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.actions.cron import CronError, next_fire
+from ghsim.actions.cron import CronError, next_fire
 
 
 def test_pages_daily_line_fires_at_04_17_each_day() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from ghsim.synthetic import elf_with_fatbin, fatbin
 from tests.roots import REPO
-from tests.synthetic import elf_with_fatbin, fatbin
 from wheelfarm.builder import toolchain
 from wheelfarm.builder.binary import KIND_CUBIN
 from wheelfarm.builder.build import NVCC_THREADS, compile_env, expectation

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.tags import Tag
 
-from tests.synthetic import sample_record
+from ghsim.synthetic import sample_record
 from wheelfarm import doctor
 from wheelfarm.builder.binary import KIND_CUBIN, KIND_PTX, BinaryInfo, parse_fatbin
 from wheelfarm.builder.verify import _arch_problems

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ghsim.synthetic import sample_record
 from tests.roots import REPO
-from tests.synthetic import sample_record
 from wheelfarm import farm
 from wheelfarm.builder.build import BuildOptions
 from wheelfarm.core import record

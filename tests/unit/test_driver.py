@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.synthetic import elf_with_fatbin
+from ghsim.synthetic import elf_with_fatbin
 from wheelfarm.builder import driver
 from wheelfarm.builder.platforms import current
 from wheelfarm.core.wheelfile import write_wheel

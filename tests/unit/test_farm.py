@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
+from ghsim.synthetic import farm_wheel
 from tests.roots import REPO
-from tests.synthetic import farm_wheel
 from wheelfarm import farm
 from wheelfarm.core.errors import PlanError, PublishError, UsageError, VerifyError
 from wheelfarm.core.record import path_for

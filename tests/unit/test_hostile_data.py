@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.requirements import Requirement
 
+from ghsim.synthetic import sample_record
 from tests.roots import REPO
-from tests.synthetic import sample_record
 from tests.unit.conftest import package_yaml
 from tests.unit.test_index_owned import wheelhouse_catalog
 from wheelfarm.builder import build, envs
@@ -339,7 +339,7 @@ def test_verify_flags_a_symlink_member_listed_in_record(tmp_path: Path) -> None:
     import stat
     import zipfile
 
-    from tests.synthetic import elf_with_fatbin
+    from ghsim.synthetic import elf_with_fatbin
     from tests.unit.test_arch_none import PYCUDA
     from wheelfarm.builder.build import expectation
     from wheelfarm.builder.target import resolve

@@ -18,7 +18,7 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.synthetic import sample_record
+from ghsim.synthetic import sample_record
 from wheelfarm.core.errors import NetworkError, UsageError, WheelfarmError
 from wheelfarm.core.http import Deadline, DeadlineError, make_session, read, send
 from wheelfarm.github import client as client_module

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from ghsim.synthetic import SAMPLE, sample_record
 from tests.roots import REPO
-from tests.synthetic import SAMPLE, sample_record
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.http import sha256_file
 from wheelfarm.core.label import OtherLabel

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ghsim.synthetic import elf_with_fatbin, fatbin
 from tests.roots import REPO
-from tests.synthetic import elf_with_fatbin, fatbin
 from wheelfarm.builder.binary import KIND_CUBIN, KIND_PTX
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.verify import Expectation, verify_static

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.synthetic import sample_record
+from ghsim.synthetic import sample_record
 from wheelfarm.core.errors import PublishError
 from wheelfarm.core.record import Timing, path_for
 from wheelfarm.github import publish, releases

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from tests.synthetic import SAMPLE, sample_record
+from ghsim.synthetic import SAMPLE, sample_record
 from wheelfarm.core import record
 from wheelfarm.core.record import BuildRecord, RecordError
 

@@ -24,7 +24,7 @@ before, or more than MAX_PAGES pages stops the listing with a NetworkError; an a
 the API host is refused, and its download's redirect (to objects.githubusercontent.com) is
 followed without credentials. Bodies are read with a size cap and parsed by core.jsonread.
 `WHEELFARM_GITHUB_TIME_SCALE` shrinks every limit window and wait (simulations run an hour of
-GitHub in seconds against tests/fakegithub.py, which scales the same way)."""
+GitHub in seconds against ghsim/fakegithub.py, which scales the same way)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.actions.model import Artifact, CacheEntry, Instance, Model, StandIns
+from ghsim.actions.model import Artifact, CacheEntry, Instance, Model, StandIns
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Pin:
 
 
 PINS = {
-    # Node 20 (the workflows as they stood before the first real run; tests/actions/fixtures)
+    # Node 20 (the workflows as they stood before the first real run; ghsim/actions/fixtures)
     "11bd71901bbe5b1630ceea73d27597364c9af683": Pin("actions/checkout", "v4.2.2", "node20"),
     "a26af69be951a213d495a4c3e4e4022e16d87065": Pin("actions/setup-python", "v5.6.0", "node20"),
     "5a3ec84eff668545956fd18022155c47e93e2684": Pin("actions/cache", "v4.2.3", "node20"),
@@ -83,7 +83,7 @@ def pin(uses: str) -> Pin:
     sha = uses.rsplit("@", 1)[-1]
     found = PINS.get(sha)
     if found is None:
-        msg = f"{uses}: not a pinned SHA the model knows (tests/actions/standins.py PINS)"
+        msg = f"{uses}: not a pinned SHA the model knows (ghsim/actions/standins.py PINS)"
         raise KeyError(msg)
     return found
 

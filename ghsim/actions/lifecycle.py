@@ -7,17 +7,17 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from tests.actions.cron import next_fire
+from ghsim.actions.cron import next_fire
 
 if TYPE_CHECKING:
-    from tests.actions.model import Model, Run
-    from tests.actions.workflow import Workflow
+    from ghsim.actions.model import Model, Run
+    from ghsim.actions.workflow import Workflow
 
 
 def arm_deadline(model: Model, run: Run) -> None:
     """GitHub cancels a run (this attempt) 35 days after it started, waiting included
     (docs: "Actions limits", workflow run time)."""
-    from tests.actions.model import LimitHit
+    from ghsim.actions.model import LimitHit
 
     attempt = run.attempt
 

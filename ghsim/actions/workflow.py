@@ -1,5 +1,5 @@
 """The workflow files as GitHub reads them: parsed and checked by GitHub's own
-@actions/workflow-parser, expressions evaluated by @actions/expressions (tests/actions/bridge.mjs,
+@actions/workflow-parser, expressions evaluated by @actions/expressions (ghsim/actions/bridge.mjs,
 bundled by scripts/test.sh), never by a parser of ours.
 
 A `Workflow` keeps the parser's token tree (`raw`: every key, with `${{ }}` already parsed into
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.roots import REPO
+from ghsim.roots import REPO
 
 BRIDGE = REPO.path / ".wheelfarm" / "node" / "actions-bridge.cjs"
 MAP, SEQ, EXPR = 2, 1, 3  # the parser's token types
@@ -51,7 +51,7 @@ class Bridge:
 
     def __init__(self) -> None:
         if not BRIDGE.is_file():
-            msg = f"{BRIDGE} is missing: run scripts/test.sh once (it bundles tests/actions/bridge.mjs)"
+            msg = f"{BRIDGE} is missing: run scripts/test.sh once (it bundles ghsim/actions/bridge.mjs)"
             raise FileNotFoundError(msg)
         self.proc = subprocess.Popen(
             ["node", str(BRIDGE)],

@@ -1,9 +1,9 @@
-"""The farm's workflows in the Actions model, against tests/fakegithub.py.
+"""The farm's workflows in the Actions model, against ghsim/fakegithub.py.
 
 Only what cannot run here is stood in for, by the text of the step: `docker pull` and the
 runner's disk cleanup do nothing; `docker run … scripts/farm-job.sh` (no Docker engine here) and
 the Windows build steps (no pwsh here) write the synthetic wheel, or the compile shard's cache,
-that the target promises (tests/synthetic.py), and take the plan's own estimate for that job on
+that the target promises (ghsim/synthetic.py), and take the plan's own estimate for that job on
 the model's clock; `pip install .` does nothing (wheelfarm is installed). Every other `run:`
 block is executed with bash and the real `wheelfarm` CLI, which talks to the fake GitHub."""
 
@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.actions.model import Instance, Limits, Model
-from tests.actions.standins import standins
-from tests.fakegithub import CONTENT_CREATING, FakeGitHub
-from tests.roots import REPO
-from tests.synthetic import farm_wheel
+from ghsim.actions.model import Instance, Limits, Model
+from ghsim.actions.standins import standins
+from ghsim.fakegithub import CONTENT_CREATING, FakeGitHub
+from ghsim.roots import REPO
+from ghsim.synthetic import farm_wheel
 from wheelfarm.matrix.expand import Build, expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.plan import group, job_minutes, make_plan
@@ -52,7 +52,7 @@ class Farm:
         self.builds = expansion.by_id
         self.plan = make_plan(self.matrix, expansion)  # every group's estimate and split
         # every build's group job, deferred builds' too (a later run plans them), and its job
-        # of its own, which the old fixture workflows run (tests/actions/oldplan.py)
+        # of its own, which the old fixture workflows run (ghsim/actions/oldplan.py)
         self.jobs = {
             g.id: g
             for grouped in (None, self.matrix.farm.python_groups)

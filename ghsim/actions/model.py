@@ -1,7 +1,7 @@
 """GitHub Actions, modelled from the workflow files themselves (docs/adr/0013-actions-model.md).
 
 The model reads .github/workflows/*.yml through GitHub's own parser and evaluates every
-expression with GitHub's own evaluator (tests/actions/workflow.py); nothing here describes the
+expression with GitHub's own evaluator (ghsim/actions/workflow.py); nothing here describes the
 farm's job graph. It runs what the files say, the way GitHub's documentation says it runs:
 
 - events: a pushed tag or branch (with `paths`), `workflow_dispatch` inputs, `workflow_run`;
@@ -10,7 +10,7 @@ farm's job graph. It runs what the files say, the way GitHub's documentation say
   permissions no wider than the caller's), job and step outputs, `GITHUB_ENV`;
 - each step's `run:` executed with bash in the job's workspace, except what cannot run here,
   which `StandIns` names (docker, pwsh); each action replaced by what its documentation says at
-  the pinned version (tests/actions/standins.py);
+  the pinned version (ghsim/actions/standins.py);
 - a scaled clock: the account's concurrent-job limit, the job and step time limits, the 24 h
   queue limit, artifact retention, and concurrency groups (one running and one pending run; a
   newer run cancels the pending one);
@@ -18,7 +18,7 @@ farm's job graph. It runs what the files say, the way GitHub's documentation say
   days after the run started, cancellation that kills running steps (SIGTERM 7.5 s after
   SIGINT, jobs force-terminated 5 minutes after the cancel), caches restored only on the ref
   that saved them or from the default branch, one content-creating budget for the token that
-  every job shares, and `on.schedule` fired on the model's clock (tests/actions/cron.py).
+  every job shares, and `on.schedule` fired on the model's clock (ghsim/actions/cron.py).
 
 A limit GitHub enforces is enforced here as GitHub does (the job fails) and recorded as a
 `LimitHit` naming the limit, the job and the value."""
@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.actions.lifecycle import arm_cron, arm_deadline, stop_steps
-from tests.actions.workflow import (
+from ghsim.actions.lifecycle import arm_cron, arm_deadline, stop_steps
+from ghsim.actions.workflow import (
     EXPR,
     MAP,
     SEQ,
@@ -458,7 +458,7 @@ class Model:
 
     def schedules(self, *names: str) -> None:
         """Fire these workflows' (by file name; all when none is named) `on.schedule` cron lines
-        on the model's clock (UTC, minute 0 is tests/actions/cron.EPOCH), while it is busy."""
+        on the model's clock (UTC, minute 0 is ghsim/actions/cron.EPOCH), while it is busy."""
         for wf in self.workflows():
             if names and wf.path.name not in names:
                 continue

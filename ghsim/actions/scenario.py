@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.actions.farm import Farm, Faults
-from tests.actions.model import LimitHit, Model, Run
-from tests.fakegithub import FakeGitHub, fake_github
-from tests.synthetic import farm_wheel
+from ghsim.actions.farm import Farm, Faults
+from ghsim.actions.model import LimitHit, Model, Run
+from ghsim.fakegithub import FakeGitHub, fake_github
+from ghsim.synthetic import farm_wheel
 from wheelfarm.matrix.expand import Build
 from wheelfarm.matrix.plan import Filters, Plan, make_plan
 

@@ -1,6 +1,6 @@
 """`wheelfarm plan --format github` as it was before the plan became an artifact: every shard's
 whole matrix in the plan job's outputs, split builds grouped into shards of up to 256 compile
-jobs. Only the `before` fixture workflows run it (tests/actions/fixtures/before/bin)."""
+jobs. Only the `before` fixture workflows run it (ghsim/actions/fixtures/before/bin)."""
 
 from __future__ import annotations
 

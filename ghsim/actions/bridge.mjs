@@ -1,6 +1,6 @@
 // GitHub's own workflow parser and expression evaluator (@actions/workflow-parser and
 // @actions/expressions, from actions/languageservices) behind a JSON-lines pipe, for the Actions
-// model in tests/actions/model.py. Bundled to CommonJS by esbuild (scripts/test.sh): their ESM
+// model in ghsim/actions/model.py. Bundled to CommonJS by esbuild (scripts/test.sh): their ESM
 // build imports JSON without an import attribute, which node 20 refuses.
 //
 // Requests, one JSON object a line on stdin; one answer a line on stdout:
