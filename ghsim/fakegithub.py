@@ -136,8 +136,7 @@ class FakeGitHub:
         return best
 
     def limits(self, method: str) -> tuple[int, dict[str, str], str] | None:
-        """A refusal (status, headers, message) when this request breaks a limit, else None;
-        counts the request when it goes through."""
+        """A refusal (status, headers, message) past a limit; else None, and it is counted."""
         now, wall = time.monotonic(), time.time()
         start, used = self._window
         if wall >= start + self.hour():
@@ -379,8 +378,7 @@ def _exists(resource: str, name: str) -> dict[str, Any]:
 
 @contextmanager
 def serving(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
-    """Serve `handler` on a free 127.0.0.1 port in a thread for the `with` block; yield the
-    base URL (no trailing slash)."""
+    """Serve `handler` on 127.0.0.1 in a thread for the block; yield its URL (no trailing /)."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -8,6 +8,7 @@ import functools
 from typing import TYPE_CHECKING
 
 from ghsim.actions.cron import next_fire
+from ghsim.actions.runs import LimitHit
 
 if TYPE_CHECKING:
     from ghsim.actions.model import Model, Run
@@ -17,8 +18,6 @@ if TYPE_CHECKING:
 def arm_deadline(model: Model, run: Run) -> None:
     """GitHub cancels a run (this attempt) 35 days after it started, waiting included
     (docs: "Actions limits", workflow run time)."""
-    from ghsim.actions.model import LimitHit
-
     attempt = run.attempt
 
     def expire() -> None:
@@ -40,20 +39,20 @@ def stop_steps(model: Model, run: Run) -> None:
     it then: a build is not assumed to stop on SIGINT); a job still running 5 minutes after the
     cancel is force-terminated."""
     sigterm = model.now + model.limits.sigterm_minutes
-    for inst in [i for i in model.active if model._run_of(i) is run]:
+    for inst in [i for i in model.runners.active if i.run is run]:
         inst.cancelled = True
         step = (inst.node.template.get("steps") or [])[inst.step - 1] if inst.step else {}
-        status, ctx = model._step_state(run, inst)
+        status, ctx = model.steps.state(run, inst)
         if inst.step_ends > sigterm and not model.truth(step.get("if"), ctx, status):
             inst.steps[inst.step_id] = {"outputs": {}, "outcome": "cancelled",
                                         "conclusion": "cancelled"}  # fmt: skip
-            model._wake(inst, sigterm, functools.partial(model._step, inst))
+            model.clock.wake(inst, sigterm, functools.partial(model.steps.step, inst))
 
     def terminate() -> None:
-        for inst in [i for i in model.active if model._run_of(i) is run]:
+        for inst in [i for i in model.runners.active if i.run is run]:
             model.hit("cancelled job terminated", inst, "still running 5 min after the cancel")
             inst.wake += 1
-            model._end_job(inst)
+            model.steps.end_job(inst)
 
     model.at(model.now + model.limits.force_minutes, terminate, timer=True)
 

@@ -28,7 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ghsim.actions.model import Artifact, CacheEntry, Instance, Model, StandIns
+from ghsim.actions.model import Model
+from ghsim.actions.runs import Instance
+from ghsim.actions.steps import StandIns
+from ghsim.actions.store import Artifact, CacheEntry
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ def _fail(model: Model, inst: Instance, message: str) -> tuple[int, float]:
     assert inst.workspace is not None
     with (inst.workspace / "_temp" / "log.txt").open("a", encoding="utf-8") as fh:
         fh.write(f"::error::{message}\n")
-    model.notes.append(f"{model._job_name(inst)}: {message}")
+    model.notes.append(f"{inst.name}: {message}")
     return 1, 0.2
 
 
@@ -145,15 +148,15 @@ def _globbed(workspace: Path, patterns: str, *, hidden: bool) -> list[Path]:
 
 def upload_artifact(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[int, float]:
     assert inst.workspace is not None
-    run = model._run_of(inst)
+    run = inst.run
     name = str(inputs.get("name") or "artifact")
     hidden = str(inputs.get("include-hidden-files", "false")) == "true"
     files = _globbed(inst.workspace, str(inputs.get("path", "")), hidden=hidden)
     mode = str(inputs.get("if-no-files-found") or "warn")
     if not files:
         return _fail(model, inst, f"no files for artifact {name}") if mode == "error" else (0, 0.1)
-    days_raw = inputs.get("retention-days") or model.repo_retention_days
-    days = min(int(float(days_raw)), model.repo_retention_days)
+    days_raw = inputs.get("retention-days") or model.store.retention_days
+    days = min(int(float(days_raw)), model.store.retention_days)
     live = [
         a
         for a in model.artifacts
@@ -212,7 +215,7 @@ def listed(
 
 def download_artifact(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[int, float]:
     assert inst.workspace is not None
-    run = model._run_of(inst)
+    run = inst.run
     version = pin(inputs["__uses"]).listing
     env = inputs["__env"]
     token, run_id = inputs.get("github-token"), inputs.get("run-id")
@@ -269,7 +272,7 @@ def cache_restore(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple
     key = str(inputs["key"])
     prefixes = [p.strip() for p in str(inputs.get("restore-keys") or "").splitlines() if p.strip()]
     entry = None
-    for ref in dict.fromkeys([model._run_of(inst).ref, model.default_branch]):
+    for ref in dict.fromkeys([inst.run.ref, model.default_branch]):
         seen = [e for e in model.cache.values() if e.ref == ref]
         entry = next((e for e in seen if e.key == key), None)
         for prefix in prefixes if entry is None else ():
@@ -288,7 +291,7 @@ def cache_restore(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple
 
 def cache_save(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[int, float]:
     assert inst.workspace is not None
-    key, ref = str(inputs["key"]), model._run_of(inst).ref
+    key, ref = str(inputs["key"]), inst.run.ref
     source = inst.workspace / str(inputs["path"])
     if (ref, key) in model.cache or not source.exists():
         return 0, 0.1  # "Cache already exists" / nothing to save: a warning, not a failure
@@ -325,7 +328,7 @@ def upload_pages(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[
 def deploy_pages(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[int, float]:
     if inst.permissions.get("pages") != "write" or inst.permissions.get("id-token") != "write":
         return _fail(model, inst, "deploying Pages needs `pages: write` and `id-token: write`")
-    run = model._run_of(inst)
+    run = inst.run
     site = [
         a
         for a in model.artifacts
