@@ -303,8 +303,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._upload(int(path.split("/")[-2]), query, body)
         elif method == "GET" and path.startswith("/download/"):
             _, _, tag, name = path.split("/", 3)
-            release = next((r for r in fake.releases if r["tag_name"] == tag), None)
-            asset = next((a for a in (release or {}).get("assets", []) if a["name"] == name), None)
+            release = next((r for r in fake.releases if r["tag_name"] == tag), {"assets": []})
+            asset = next((a for a in release["assets"] if a["name"] == name), None)
             if asset is None or asset["state"] != "uploaded":
                 self._send(404, {"message": "Not Found"})
             else:

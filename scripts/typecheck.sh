@@ -10,4 +10,5 @@ for f in wheelfarm/*.py wheelfarm/cli wheelfarm/core wheelfarm/github; do ln -s 
 for d in matrix builder index; do ln -s "$PWD/$d" "$tree/wheelfarm/$d"; done
 mkdir "$tree/wheelfarm/scripts"  # the install helper only: the other scripts are not the package's
 for f in __init__.py wheelfarm_install.py; do ln -s "$PWD/scripts/$f" "$tree/wheelfarm/scripts/"; done
-cd "$tree" && exec mypy --strict --config-file "$OLDPWD/pyproject.toml" -p wheelfarm
+ln -s "$PWD/ghsim" "$tree/ghsim"  # GitHub simulated, for the tests and benchmarks (not shipped)
+cd "$tree" && exec mypy --strict --config-file "$OLDPWD/pyproject.toml" -p wheelfarm -p ghsim

@@ -15,6 +15,7 @@ from wheelfarm.cli import common
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.github.actions import jobs
 from wheelfarm.github.releases import ReleasesSource
+from wheelfarm.matrix.expand import Build
 from wheelfarm.matrix.plan import make_plan
 
 OLD_KEYS = {
@@ -54,7 +55,7 @@ def main(argv: list[str]) -> int:
     for platform in NAMES:
         mine = sorted((b for b in plan.todo if b.platform == platform), key=lambda b: b.id)
         whole = [b for b in mine if b.id not in plan.splits]
-        groups: list[tuple[str, list]] = []
+        groups: list[tuple[str, list[Build]]] = []
         if whole:
             count = math.ceil(len(whole) / 256)
             size = math.ceil(len(whole) / count)
@@ -62,7 +63,7 @@ def main(argv: list[str]) -> int:
                 (f"{platform}-{i + 1}of{count}", whole[i * size : (i + 1) * size])
                 for i in range(count)
             ]
-        split: list[list] = []
+        split: list[list[Build]] = []
         for b in (b for b in mine if b.id in plan.splits):
             if not split or sum(plan.splits[x.id] for x in split[-1]) + plan.splits[b.id] > 256:
                 split.append([])

@@ -184,7 +184,7 @@ def every_feature(farm: Farm) -> dict[str, str]:
     filters = Filters(cuda=(cuda,), torch=torch, python=python)
     plan = make_plan(farm.matrix, farm.expansion, filters=filters, one_run=False)
     split = {b.id for g in plan.groups if g.id in plan.splits for b in g.builds}
-    packages = {p.name: p for p in farm.matrix.packages}
+    packages = {str(p.name): p for p in farm.matrix.packages}
 
     def kinds(b: Build) -> set[str]:
         out = {f"abi:{b.abi}", f"platform:{b.platform}"}
