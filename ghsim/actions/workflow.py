@@ -9,6 +9,7 @@ GitHub's implicit `success() &&`)."""
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import re
@@ -121,12 +122,15 @@ def sequence(token: Any) -> list[Any]:
 
 @dataclass
 class Workflow:
+    """One parsed file; read-only once loaded, so `load` hands out the same one until the file
+    changes, and its `on` and `jobs()` are worked out once."""
+
     path: Path
     name: str
     raw: dict[str, Any]
     template: dict[str, Any]
 
-    @property
+    @functools.cached_property
     def on(self) -> dict[str, Any]:
         on = self.raw.get("on")
         if isinstance(on, str):
@@ -137,12 +141,17 @@ class Workflow:
 
     def jobs(self) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
         """job id -> (its converted template, its raw token map)."""
+        return self._jobs
+
+    @functools.cached_property
+    def _jobs(self) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
         raw = mapping(self.raw.get("jobs"))
         return {j["id"]: (j, mapping(raw[j["id"]])) for j in self.template["jobs"]}
 
 
 def load(bridge: Bridge, path: Path) -> Workflow:
-    """Parse one workflow file; a file GitHub would refuse raises WorkflowError with its messages."""
+    """Parse one workflow file (once while it is unchanged); a file GitHub would refuse raises
+    WorkflowError with its messages."""
     key = f"{path}:{path.stat().st_mtime_ns}"
     if key not in bridge.cache:
         answer = bridge.ask({"op": "parse", "name": path.name, "content": path.read_text("utf-8")})
@@ -151,8 +160,9 @@ def load(bridge: Bridge, path: Path) -> Workflow:
             raise WorkflowError(msg)
         if answer["errors"]:
             raise WorkflowError("\n".join(answer["errors"]))
-        bridge.cache[key] = answer
-    answer = bridge.cache[key]
-    raw = mapping(answer["raw"])
-    name = raw.get("name")
-    return Workflow(path, name if isinstance(name, str) else path.name, raw, answer["template"])
+        raw = mapping(answer["raw"])
+        name = raw.get("name")
+        name = name if isinstance(name, str) else path.name
+        bridge.cache[key] = Workflow(path, name, raw, answer["template"])
+    workflow: Workflow = bridge.cache[key]
+    return workflow
