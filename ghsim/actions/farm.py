@@ -92,10 +92,7 @@ class Farm:
             standins(run=run, shells={"pwsh": self.pwsh}),
             limits=limits,
             env=env,
-            github_requests=lambda: (
-                len(fake.times),
-                sum(1 for _, m in fake.times if m in CONTENT_CREATING),
-            ),
+            github_requests=Requests(fake),
             repository=fake.repo,
         )
         self.model.faults["lose_deploys"] = self.faults.lose_deploys
@@ -169,6 +166,22 @@ class Farm:
         for build in builds:
             farm_wheel(self.matrix, build, out, expansion=self.expansion)
             self.built.add(build.id)
+
+
+class Requests:
+    """(requests, content-creating requests) the fake has answered so far, each request counted
+    once: the model asks before and after every step, and the log only grows."""
+
+    def __init__(self, fake: FakeGitHub) -> None:
+        self.fake = fake
+        self.seen = 0
+        self.creating = 0
+
+    def __call__(self) -> tuple[int, int]:
+        new = self.fake.times[self.seen :]
+        self.seen += len(new)
+        self.creating += sum(1 for _, m in new if m in CONTENT_CREATING)
+        return self.seen, self.creating
 
 
 def _quick(minutes: float) -> Any:
