@@ -6,7 +6,12 @@ round-trip). A CUDA the farm has no arch list or toolkit for is left out and nam
 that much a person adds by hand. A file name from an index is data, never trusted: only a final
 release, a `cuXYZ` label (or none, on a default-variant index), a `cp3N` tag of a Python that
 can exist and a farm platform count; anything else (`2.99.0+evil`, `cp3_12`, `cp399`) is not a
-torch wheel the farm plans for."""
+torch wheel the farm plans for.
+
+A package's own upstream is read the same way: the newest final release with an sdist whose
+sha256 its index gives (`newest_sdist`), or the newest release tag of a git source
+(`parse_ls_remote`, `newest_tag`); `bump_package` moves the package file's newest version to it,
+comments and order kept."""
 
 from __future__ import annotations
 
@@ -19,7 +24,13 @@ from typing import Any, NamedTuple
 
 from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import InvalidVersion, Version
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -27,6 +38,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from wheelfarm.core.label import cuda_tag, cuda_version, torch_minor
 from wheelfarm.core.platforms import platform_family
+from wheelfarm.core.simple import IndexFile
 
 _CPYTHON = re.compile(r"cp3(\d{1,2})")
 # the distributions whose exact pin names the CUDA a torch wheel was built with: the cuda-toolkit
@@ -346,3 +358,108 @@ def _update(
         release["python"] = _python_range(pythons)
         span = f"{min(pythons, key=Version)}-{max(pythons, key=Version)}"
         proposal.changes.append(f"torch {entry.version}: Python {low}-{high} -> {span}")
+
+
+class Upstream(NamedTuple):
+    """A package's newest upstream release: its version and where its source is (an sdist's
+    file name, URL and sha256, or a git tag and the commit it points at)."""
+
+    version: Version
+    name: str  # the sdist's file name, or the tag
+    url: str  # the sdist's URL, or the repository's
+    pin: str  # the sdist's sha256, or the tag's commit
+
+
+_SDISTS = (".tar.gz", ".zip")
+_TAG_LINE = re.compile(r"([0-9a-f]{40})\trefs/tags/([^\s^]{1,200})(\^\{\})?")
+_RELEASE_TAG = re.compile(r"(?:[A-Za-z][A-Za-z0-9_.-]*?[-_])?v?(\d[0-9A-Za-z.+-]*)")
+
+
+def _final(version: Version) -> bool:
+    """A release users get by default: no pre-release or dev release (a post-release counts)."""
+    return not (version.is_prerelease or version.local)
+
+
+def newest_sdist(files: Iterable[IndexFile], project: str) -> Upstream | None:
+    """The newest final release of `project` among an index page's files that has an sdist the
+    index does not yank and gives a sha256 for; None when there is none. Any other file (a
+    wheel, another project's sdist, a bad name) does not count."""
+    best: Upstream | None = None
+    for file in files:
+        if file.yanked or file.sha256 is None or not file.filename.endswith(_SDISTS):
+            continue
+        try:
+            name, version = parse_sdist_filename(file.filename)
+        except (InvalidSdistFilename, InvalidVersion):
+            continue
+        if name != canonicalize_name(project) or not _final(version):
+            continue
+        if best is None or version > best.version:
+            best = Upstream(version, file.filename, file.url, file.sha256)
+    return best
+
+
+def parse_ls_remote(text: str) -> dict[str, str]:
+    """Each tag's commit, from `git ls-remote --tags` output; an annotated tag's peeled line
+    (`refs/tags/v1.0^{}`) gives its commit. Lines of any other shape are skipped."""
+    tags: dict[str, str] = {}
+    peeled: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _TAG_LINE.fullmatch(line.strip())
+        if match is not None:
+            (peeled if match.group(3) else tags)[match.group(2)] = match.group(1)
+    return {tag: peeled.get(tag, commit) for tag, commit in tags.items()}
+
+
+def tag_version(tag: str) -> Version | None:
+    """The final release a tag names: `v1.2.3`, `1.2.3`, `pkg-1.2.3`, `release_1.2`; None for
+    anything else (`nightly`, `v2.0.0rc1`, `1.2.3+local`)."""
+    match = _RELEASE_TAG.fullmatch(tag)
+    if match is None:
+        return None
+    try:
+        version = Version(match.group(1))
+    except InvalidVersion:
+        return None
+    return version if _final(version) else None
+
+
+def newest_tag(tags: dict[str, str], url: str) -> Upstream | None:
+    """The newest final release among a repository's tags (None when no tag names one)."""
+    found = [(v, t) for t in tags if (v := tag_version(t)) is not None]
+    if not found:
+        return None
+    version, tag = max(found)
+    return Upstream(version, tag, url, tags[tag])
+
+
+def _set_scalar(lines: list[str], where: tuple[int, int], old: str, new: str) -> None:
+    """Replace the scalar `old` that starts at (line, column), quoted or plain, by `new`; a
+    plain one is quoted where `new` would read as something else (`2.1`, a commit of digits)."""
+    line, col = where
+    text = lines[line]
+    quote = text[col] if text[col] in "'\"" else ""
+    token = f"{quote}{old}{quote}"
+    if not text.startswith(token, col):  # ruamel's positions name the value's first character
+        msg = f"line {line + 1}: expected {token!r} at column {col + 1}"
+        raise ValueError(msg)
+    wrap = quote or ("" if isinstance(YAML(typ="safe").load(new), str) else '"')
+    lines[line] = f"{text[:col]}{wrap}{new}{wrap}{text[col + len(token) :]}"
+
+
+def bump_package(text: str, old: str, new: Upstream) -> str:
+    """The package file `text` with version `old` moved to `new`: its version and its
+    source's sha256 (an sdist) or commit (a git source). Only those two values are rewritten,
+    in place, so every comment, the order and each line's layout stay as the maintainer wrote
+    them. KeyError when no version entry is `old`."""
+    data = _yaml().load(text)
+    found = [v for v in data["versions"] if Version(str(v["version"])) == Version(old)]
+    if not found:
+        raise KeyError(old)
+    entry = found[0]
+    source = entry["source"]
+    key = "sha256" if "sdist" in source else "commit"
+    lines = text.splitlines(keepends=True)
+    _set_scalar(lines, source.lc.value(key), str(source[key]), new.pin)
+    _set_scalar(lines, entry.lc.value("version"), str(entry["version"]), str(new.version))
+    return "".join(lines)

@@ -221,12 +221,8 @@ def test_a_lock_against_the_farm_index_installs_the_farms_wheel_by_hash(
     the served index, PyPI's newer sdist beside it, and `uv pip install -r pylock.toml` installs
     that wheel. `--no-deps`: torch is the user's own, locked from PyTorch's index in practice."""
     assert UV is not None
-    (tmp_path / "requirements.in").write_text(f"wheelfarm-demo=={FARM_VERSION}\n", encoding="utf-8")
     py = _venv(tmp_path, demo_build.torch_env)
-    compiled = _run([UV, "pip", "compile", "requirements.in", "-o", "pylock.toml", "--no-deps",
-                     "--index", f"{farm_index}cu130/torch2.14/"], tmp_path / ".venv", fake_pypi)  # fmt: skip
-    assert compiled.returncode == 0, compiled.stderr
-    lock = (tmp_path / "pylock.toml").read_text(encoding="utf-8")  # no tomllib on Python 3.10
+    lock = _lock(tmp_path, farm_index, fake_pypi)
     assert lock.count("[[packages]]") == 1 and 'name = "wheelfarm-demo"' in lock
     assert f'version = "{FARM_VERSION}"' in lock and f'/{quote(demo_build.wheel.name)}"' in lock
     sha256 = demo_build.record["wheel"]["sha256"]  # type: ignore[index]
@@ -234,3 +230,41 @@ def test_a_lock_against_the_farm_index_installs_the_farms_wheel_by_hash(
     installed = _run([UV, "pip", "install", "-r", "pylock.toml"], tmp_path / ".venv", fake_pypi)
     assert installed.returncode == 0, installed.stderr
     assert f"Version: {FARM_VERSION}" in _installed(py)
+
+
+def _lock(folder: Path, farm_index: str, fake_pypi: str) -> str:
+    """`folder/pylock.toml` locked by `uv pip compile` from the farm's cu130/torch2.14 index
+    (PyPI's newer sdist on the default index beside it); its text."""
+    assert UV is not None
+    (folder / "requirements.in").write_text(f"wheelfarm-demo=={FARM_VERSION}\n", encoding="utf-8")
+    compiled = _run([UV, "pip", "compile", "requirements.in", "-o", "pylock.toml", "--no-deps",
+                     "--index", f"{farm_index}cu130/torch2.14/"], folder / ".venv", fake_pypi)  # fmt: skip
+    assert compiled.returncode == 0, compiled.stderr
+    return (folder / "pylock.toml").read_text(encoding="utf-8")  # no tomllib on Python 3.10
+
+
+@needs_uv
+def test_pip_installs_the_farms_wheel_from_the_lock_and_checks_its_hash(
+    farm_index: str, fake_pypi: str, demo_build: DemoBuild, tmp_path: Path
+) -> None:
+    """pip >= 26.1 reads pylock.toml (`pip install -r pylock.toml`, or `pylock.NAME.toml`): from
+    the lock uv wrote against the served farm index it installs the farm's wheel, and refuses the
+    same lock with another sha256 (pip checks the lock's hash: the file installed is the one
+    locked). `--no-deps`: pip 26 reads a lock's entries as hash-pinned requirements and still
+    resolves their dependencies, and torch is not in this lock (the user's own)."""
+    py = _venv(tmp_path, demo_build.torch_env)
+    upgraded = pip(py, "install", "-q", "pip>=26.1")
+    if upgraded.returncode != 0:
+        pytest.skip(f"pip>=26.1 could not be installed here: {upgraded.stderr.strip()[-300:]}")
+    lock = _lock(tmp_path, farm_index, fake_pypi)
+    sha256 = demo_build.record["wheel"]["sha256"]  # type: ignore[index]
+    assert f'hashes = {{ sha256 = "{sha256}" }}' in lock
+    (tmp_path / "pylock.tampered.toml").write_text(lock.replace(sha256, "0" * 64), encoding="utf-8")
+    command = [str(py), "-m", "pip", "install", "--no-deps", "-r"]
+    refused = _run([*command, "pylock.tampered.toml"], tmp_path / ".venv", fake_pypi)
+    assert refused.returncode != 0 and "0" * 64 in refused.stdout + refused.stderr
+    assert FARM_VERSION not in _installed(py)
+    installed = _run([*command, "pylock.toml"], tmp_path / ".venv", fake_pypi)
+    assert installed.returncode == 0, installed.stderr
+    assert f"Version: {FARM_VERSION}" in _installed(py)
+    assert SDIST not in installed.stdout + installed.stderr  # PyPI's newer sdist never read

@@ -1,4 +1,5 @@
-"""`wheelfarm watch`: the torch.yaml change PyTorch's index and PyPI imply."""
+"""`wheelfarm watch`: the torch.yaml change PyTorch's index and PyPI imply, and each package
+file's change its own upstream release implies."""
 
 from __future__ import annotations
 
@@ -15,16 +16,22 @@ logger = logging.getLogger("wheelfarm")
 
 def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     p = common.add_command(
-        sub, "watch", execute, "Work out the torch.yaml change a torch index implies."
+        sub,
+        "watch",
+        execute,
+        "Work out the torch.yaml and package file changes upstream releases imply.",
     )
     p.add_argument("--torch-index", help="the PyTorch wheel index (default PyTorch's)")
     p.add_argument(
         "--pypi-index",
         metavar="URL",
-        help="a PEP 691 index of torch's default variant (default PyPI's; 'none' to skip it)",
+        help="a PEP 691 index of torch's default variant and of the packages' sdists (default "
+        "PyPI's; 'none' to skip both)",
     )
     common.add_timeout(p, 600)
-    p.add_argument("--write", action="store_true", help="write the change into torch.yaml")
+    p.add_argument(
+        "--write", action="store_true", help="write the change into torch.yaml and package files"
+    )
     p.add_argument("--summary", type=Path, help="write a Markdown summary (changes, plan)")
 
 
@@ -40,9 +47,11 @@ def execute(args: argparse.Namespace) -> int:
         print(fact, file=sys.stderr)
     if args.summary:
         args.summary.write_text(result.summary, encoding="utf-8")
-    if args.write and result.proposal.changed:
-        logger.info("wrote %s", write(root, result))
-    print(result.diff or "torch.yaml is up to date with the index", end="" if result.diff else "\n")
+    if args.write:
+        for path in write(root, result):
+            logger.info("wrote %s", path)
+    up_to_date = "torch.yaml and the package files are up to date with their upstreams"
+    print(result.diff or up_to_date, end="" if result.diff else "\n")
     if result.proposal.needs:
         raise ConfigError(result.proposal.needs)
     return 0

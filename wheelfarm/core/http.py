@@ -9,6 +9,7 @@ byte every few seconds is cut off when the command's deadline passes, not when i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 import time
@@ -251,16 +252,18 @@ def download(
     headers: Mapping[str, str] | None = None,
     max_bytes: int = MAX_DOWNLOAD,
     deadline: Deadline | None = None,
+    session: requests.Session | None = None,
 ) -> Path:
     """Download to `dest` (kept if already there with the right hash); verify sha256. At most
-    `max_bytes` are written, and none after `deadline`."""
+    `max_bytes` are written, and none after `deadline`. `session`: one whose hooks hold its
+    redirects to a caller's rule (the watch's); default a fresh one."""
     if dest.is_file() and sha256_file(dest) == sha256:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial = dest.with_name(dest.name + ".part")
-    with make_session() as session:
+    with contextlib.nullcontext(session) if session is not None else make_session() as client:
         kwargs: dict[str, Any] = {"headers": dict(headers or {}), "deadline": deadline}
-        response = request(session, "GET", url, stream=True, **kwargs)
+        response = request(client, "GET", url, stream=True, **kwargs)
         try:
             with partial.open("wb") as fh:
                 for chunk in chunks(response, url, cap=max_bytes, deadline=deadline):

@@ -5,10 +5,11 @@ trusted further: a field of the wrong type is dropped, an entry without a name o
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import parse_qs, urldefrag, urljoin
 
 import requests
 
@@ -21,6 +22,7 @@ ACCEPT = f"{JSON}, text/html;q=0.1"
 MAX_FILES = 200_000  # a torch page holds about 10,000; far more is not an index page
 MAX_PAGE_BYTES = 64 << 20  # PyPI's torch page is 0.4 MB of JSON; download.pytorch.org's ~5 MB
 MAX_PAGE_DEPTH = 8  # a PEP 691 page nests 4 deep (page, files, file, hashes)
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,14 @@ class IndexFile:
     size: int | None = None
     core_metadata: bool = False  # PEP 658/714: `<url>.metadata` is served
     yank_reason: str | None = None  # PEP 592: the reason a yanked file gives, if any
+    sha256: str | None = None  # PEP 691 `hashes`, PEP 503 `#sha256=`: 64 lowercase hex or none
+
+
+def _sha256(value: object) -> str | None:
+    """A sha256 as the page gives it, when it is one (64 hex digits), lowercased; else None."""
+    if isinstance(value, str) and _SHA256.fullmatch(value.lower()):
+        return value.lower()
+    return None
 
 
 class _Anchors(HTMLParser):
@@ -78,14 +88,16 @@ def parse_html(page: str, base: str) -> list[IndexFile]:
         if not (text and href):
             continue
         metadata = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata", "false"))
+        url, fragment = urldefrag(urljoin(base, href))
         out.append(
             IndexFile(
                 text,
-                urldefrag(urljoin(base, href)).url,
+                url,
                 "data-yanked" in attrs,
                 requires_python=attrs.get("data-requires-python") or None,
                 core_metadata=_promises_metadata(metadata),
                 yank_reason=attrs.get("data-yanked") or None,
+                sha256=_sha256(parse_qs(fragment).get("sha256", [None])[0]),
             )
         )
     return out
@@ -103,6 +115,7 @@ def _file(entry: dict[str, Any], base: str) -> IndexFile | None:
         return None
     size = entry.get("size")
     metadata = entry.get("core-metadata", entry.get("dist-info-metadata", False))
+    hashes = entry.get("hashes")
     return IndexFile(
         filename,
         urldefrag(urljoin(base, url)).url,
@@ -112,6 +125,7 @@ def _file(entry: dict[str, Any], base: str) -> IndexFile | None:
         size=size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None,
         core_metadata=not isinstance(metadata, str) and _promises_metadata(metadata),
         yank_reason=_text(entry, "yanked"),
+        sha256=_sha256(hashes.get("sha256")) if isinstance(hashes, dict) else None,
     )
 
 
