@@ -170,15 +170,6 @@ def max_jobs(gb_per_job: float) -> int:
     return max(1, min(cores, int(available_gb / gb_per_job)))
 
 
-def _ccache_counts(env: dict[str, str]) -> dict[str, int]:
-    if shutil.which("ccache", path=env.get("PATH")) is None:
-        return {}
-    text = call(["ccache", "--print-stats"], env=env, capture=True)
-    stats = dict(line.split("\t", 1) for line in text.splitlines() if "\t" in line)
-    hits = sum(int(stats.get(k, 0)) for k in ("direct_cache_hit", "preprocessed_cache_hit"))
-    return {"hits": hits, "misses": int(stats.get("cache_miss", 0))}
-
-
 def compile_env(
     target: Target,
     tc: toolchain.Toolchain,
@@ -215,16 +206,7 @@ def compile_env(
         # A minimal toolkit (e.g. from PyPI) lacks the library headers torch's CUDA headers
         # include; torch's own nvidia-* wheels carry them at the versions torch was built with.
         library_headers = [p for p in sorted(torch_site.glob("nvidia/*/include")) if p.is_dir()]
-    env.setdefault("CCACHE_DIR", str(cache / "ccache"))  # a user-set ccache dir wins
-    env["CCACHE_BASEDIR"] = str(work)
-    env["CCACHE_NOHASHDIR"] = "1"
-    env["CCACHE_SLOPPINESS"] = "include_file_mtime,include_file_ctime,time_macros"
-    # every job installs its toolkit afresh: hash the compilers' content, not their mtime
-    env["CCACHE_COMPILERCHECK"] = "content"
-    # the nvcc wrapper puts NVCC_APPEND_FLAGS on the command line, and with it the work folder's
-    # prefix map, whose value is always this build's base_dir: it changes paths in debug info
-    # only, which base_dir already takes out of the hash (ADR 16)
-    env["CCACHE_IGNOREOPTIONS"] = "-Xcompiler=-ffile-prefix-map=*"
+    env.update(ccache.settings(env, cache=cache, work=work))
     env["SOURCE_DATE_EPOCH"] = str(SOURCE_DATE_EPOCH)  # what setuptools stamps the wheel with
     env.update(current().compile_env(env, work))  # Windows: DISTUTILS_USE_SDK; Linux: prefix maps
     env.update(msvc_nvcc_flags(target, env))
@@ -503,7 +485,7 @@ def compile_wheel(
     if deadline is not None and time.time() >= deadline:
         msg = "the deadline passed before the compile started; run the job again"
         raise BuildError(msg)
-    before = _ccache_counts(env)
+    before = ccache.counts(env)
     shutil.rmtree(dist, ignore_errors=True)
     pip_wheel = ["-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-cache-dir"]
     try:
@@ -520,7 +502,7 @@ def compile_wheel(
             raise
         msg = f"{exc}; what it compiled is in the compiler cache: run the job again to resume"
         raise BuildError(msg) from exc
-    after = _ccache_counts(env)
+    after = ccache.counts(env)
     built = list(dist.glob("*.whl"))
     if len(built) != 1:
         msg = f"expected one wheel in {dist}, found {[p.name for p in built]}"
