@@ -19,7 +19,7 @@ import psutil
 from packaging.version import InvalidVersion, Version
 
 from wheelfarm.builder import ccache, driver, envs, provenance, shard, source, toolchain
-from wheelfarm.builder.platforms import REPAIRERS, RepairJob, current
+from wheelfarm.builder.platforms import REPAIRERS, RepairJob, current, windows
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.steps import Steps
@@ -33,12 +33,10 @@ from wheelfarm.core.errors import (
     VerifyError,
 )
 from wheelfarm.core.http import sha256_file
-from wheelfarm.core.label import cuda_version
 from wheelfarm.core.platforms import os_of
 from wheelfarm.core.proc import CommandFailedError, call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 from wheelfarm.core.wheelname import build_id_or_none
-from wheelfarm.matrix.facts import load_facts
 from wheelfarm.matrix.load import module_problem
 
 logger = logging.getLogger(__name__)
@@ -209,7 +207,7 @@ def compile_env(
     env.update(ccache.settings(env, cache=cache, work=work))
     env["SOURCE_DATE_EPOCH"] = str(SOURCE_DATE_EPOCH)  # what setuptools stamps the wheel with
     env.update(current().compile_env(env, work))  # Windows: DISTUTILS_USE_SDK; Linux: prefix maps
-    env.update(msvc_nvcc_flags(target, env))
+    env.update(windows.append_nvcc_flags(env, target.nvcc_flags))
     env.update(pkg.env_for(build.cuda))
     headers = ccache.Headers(
         torch=torch_site / "torch" / "include" if torch_site is not None else None,
@@ -219,19 +217,6 @@ def compile_env(
     return ccache.wrap_compilers(
         env, tc.cuda_home, work / "ccache-shims", base=work, headers=headers
     )
-
-
-def msvc_nvcc_flags(target: Target, env: Mapping[str, str]) -> dict[str, str]:
-    """A Windows build's farm-wide nvcc flags for its CUDA major (compat.yaml's
-    msvc_nvcc_flags: /Zc:preprocessor for CCCL 3), after any NVCC_APPEND_FLAGS already set; a
-    package's own env still has the last word."""
-    if os_of(target.build.platform) != "windows":
-        return {}
-    major = str(cuda_version(target.build.cuda).major)
-    flags = load_facts(target.root).compat.msvc_nvcc_flags.get(major, ())
-    if not flags:
-        return {}
-    return {"NVCC_APPEND_FLAGS": " ".join(filter(None, [env.get("NVCC_APPEND_FLAGS"), *flags]))}
 
 
 def expectation(target: Target) -> Expectation:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from packaging.version import InvalidVersion, Version
 
 from wheelfarm.builder import envs
+from wheelfarm.builder.platforms import windows
 from wheelfarm.core.errors import PlanError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.expand import Build, Expansion
@@ -29,6 +30,7 @@ class Target:
     root: FarmRoot  # where the package's patches and path sources live
     import_torch: str | None = None  # the torch verify imports beside; None: none
     farm_requires: tuple[FarmWheel, ...] = ()  # farm wheels the import check installs first
+    nvcc_flags: tuple[str, ...] = ()  # farm-wide NVCC_APPEND_FLAGS (platforms/windows.py)
 
     @property
     def id(self) -> str:
@@ -123,6 +125,7 @@ def _target(
         wheel_platform=matrix.farm.platforms[build.platform].wheel_platform,
         root=matrix.root,
         import_torch=import_torch,
+        nvcc_flags=windows.msvc_nvcc_flags(matrix, build),
         farm_requires=_farm_wheels(
             expansion,
             build,

@@ -8,7 +8,9 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wheelfarm.builder.platforms.common import (
     SHIM_MODULE,
@@ -19,10 +21,32 @@ from wheelfarm.builder.platforms.common import (
 )
 from wheelfarm.builder.wrapper import SPEC, Spec
 from wheelfarm.core.errors import BuildError
+from wheelfarm.core.label import cuda_version
+from wheelfarm.core.platforms import os_of
 from wheelfarm.core.proc import call
+
+if TYPE_CHECKING:
+    from wheelfarm.matrix.expand import Build
+    from wheelfarm.matrix.model import Matrix
 
 # delvewheel's last line when a DLL is neither excluded nor on PATH (delvewheel/_dll_utils.py)
 _UNFOUND = re.compile(r"^FileNotFoundError: Unable to find library: (\S+)$", re.MULTILINE)
+
+
+def msvc_nvcc_flags(matrix: Matrix, build: Build) -> tuple[str, ...]:
+    """A Windows build's farm-wide nvcc flags for its CUDA major (compat.yaml's
+    msvc_nvcc_flags: /Zc:preprocessor for CCCL 3); none for another OS's build."""
+    if os_of(build.platform) != "windows":
+        return ()
+    return matrix.facts.compat.msvc_nvcc_flags.get(str(cuda_version(build.cuda).major), ())
+
+
+def append_nvcc_flags(env: Mapping[str, str], flags: tuple[str, ...]) -> dict[str, str]:
+    """NVCC_APPEND_FLAGS with `flags` after any value already set (none: no change); a
+    package's own env, applied later, still has the last word."""
+    if not flags:
+        return {}
+    return {"NVCC_APPEND_FLAGS": " ".join(filter(None, [env.get("NVCC_APPEND_FLAGS"), *flags]))}
 
 
 def _launchers(bin_dir: Path, entries: tuple[str, ...]) -> None:

@@ -290,14 +290,14 @@ def test_windows_builds_get_compat_yamls_nvcc_flags_for_their_cuda(
     """CUDA 13's CCCL refuses MSVC's traditional preprocessor: every Windows build of a CUDA 13
     cell passes /Zc:preprocessor to nvcc's host pass (compat.yaml msvc_nvcc_flags), after the
     NVCC_APPEND_FLAGS already set; Linux and CUDA 12 builds get nothing."""
-    from wheelfarm.builder.build import msvc_nvcc_flags
+    from wheelfarm.builder.platforms.windows import append_nvcc_flags
 
     matrix = load_matrix(REPO)
     target = resolve(matrix, expand(matrix), build_id)
-    assert msvc_nvcc_flags(target, {}).get("NVCC_APPEND_FLAGS") == flags
+    assert append_nvcc_flags({}, target.nvcc_flags).get("NVCC_APPEND_FLAGS") == flags
     if flags:
         before = {"NVCC_APPEND_FLAGS": "-DX"}
-        assert msvc_nvcc_flags(target, before) == {"NVCC_APPEND_FLAGS": f"-DX {flags}"}
+        assert append_nvcc_flags(before, target.nvcc_flags) == {"NVCC_APPEND_FLAGS": f"-DX {flags}"}
 
 
 @pytest.mark.parametrize(
