@@ -26,13 +26,13 @@ from wheelfarm.builder.steps import Steps
 from wheelfarm.builder.target import FarmWheel, Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
 from wheelfarm.core import loadcheck, record
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import (
     BuildError,
     ConfigError,
     ToolchainError,
     VerifyError,
 )
-from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import os_of
 from wheelfarm.core.proc import CommandFailedError, call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH

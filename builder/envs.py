@@ -30,6 +30,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
 from wheelfarm.builder.platforms import current
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import ConfigError, ToolchainError
 from wheelfarm.core.lock import exclusive
 from wheelfarm.core.proc import call
@@ -178,21 +179,13 @@ def _walk(env: Path) -> Iterator[tuple[str, Path]]:
             yield file.relative_to(env).as_posix(), file
 
 
-def _sha256(file: Path) -> str:
-    digest = hashlib.sha256()
-    with file.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _fingerprint(file: Path) -> list[object]:
     """What the manifest keeps of one entry: [size, mtime_ns, ctime_ns, sha256] (no process
     sets a ctime: any write or chmod moves it), or ['link', target]."""
     info = file.lstat()
     if stat.S_ISLNK(info.st_mode):
         return ["link", str(file.readlink())]
-    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, _sha256(file)]
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, sha256_file(file)]
 
 
 def _write_manifest(manifest: Path, files: dict[str, list[object]]) -> None:

@@ -13,7 +13,7 @@ from wheelfarm.builder import envs, toolchain
 from wheelfarm.builder.target import Target
 from wheelfarm.builder.verify import Report
 from wheelfarm.core import jsonread, record
-from wheelfarm.core.http import sha256_file
+from wheelfarm.core.digest import sha256_file
 
 WORK = "<work>"  # the work folder as the build record writes it: rebuilds elsewhere match
 

@@ -21,8 +21,8 @@ from wheelfarm.builder.build import BuildOptions, BuildResult, expectation, run_
 from wheelfarm.builder.target import Target, resolve, resolve_group, select
 from wheelfarm.builder.toolchain import installed_cuda_tag
 from wheelfarm.builder.verify import member_differences, verify_static
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import PlanError, PublishError, UsageError, VerifyError
-from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import host_platform
 from wheelfarm.core.record import BuildRecord, RecordError, path_for
 from wheelfarm.core.wheelname import build_id_from_wheel, build_id_or_none

@@ -186,8 +186,8 @@ def test_the_fast_path_hashes_nothing_and_a_moved_ctime_is_hashed_once(
     env = _sealed(tmp_path)
     os.link(env / SITE / "torch/lib/lib.so", tmp_path / "twin.so")  # a newer env's link: ctime
     hashed: list[Path] = []
-    real = envs._sha256
-    monkeypatch.setattr(envs, "_sha256", lambda f: hashed.append(f) or real(f))
+    real = envs.sha256_file
+    monkeypatch.setattr(envs, "sha256_file", lambda f: hashed.append(f) or real(f))
     envs.check_sealed(env, envs.manifest_of(env))
     assert hashed == [env / SITE / "torch/lib/lib.so"]  # same bytes: written back
     envs.check_sealed(env, envs.manifest_of(env))
