@@ -222,7 +222,7 @@ def compile_env(
 def expectation(target: Target) -> Expectation:
     b = target.build
     return Expectation(
-        name=b.dist,
+        name=b.distribution,
         version=b.version,
         label=b.label,
         python_tag=b.python_tag,

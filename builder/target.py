@@ -65,7 +65,7 @@ def _farm_wheels(
         req = expansion.by_id[required_id]
         for c in req.covers:
             if c.python == build.python and (torch is None or c.torch == torch):
-                pin = f"{req.dist}=={req.version}+{req.label}"
+                pin = f"{req.distribution}=={req.version}+{req.label}"
                 out.append(
                     FarmWheel(pin, c.cuda, c.torch, req.id, at_build=req.package in at_build)
                 )

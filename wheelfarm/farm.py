@@ -246,7 +246,7 @@ def publish_wheels(
         check_batch(wheels, expect)
     check_artifacts(matrix, expansion, wheels)
     builds = [expansion.by_id[b] for b in expect or ()]
-    tags = {b.id: version_tag(b.dist, b.version) for b in builds}
+    tags = {b.id: version_tag(b.distribution, b.version) for b in builds}
     report = publish(wheels, Publisher(client), tags)
     logger.info("%d API requests, %d content-creating", client.requests_made, client.content_made)
     return report
