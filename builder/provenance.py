@@ -29,7 +29,7 @@ def torch_facts(torch_env: envs.TorchEnv) -> record.TorchFacts:
     """What the shared torch environment's maker found in it (its `.complete` file)."""
     marker = torch_env.path / ".complete"
     found = jsonread.loads(marker.read_bytes(), what=str(marker))
-    return record.decode(record.TorchFacts, found, what=str(marker))
+    return jsonread.decode(record.TorchFacts, found, what=str(marker), error=record.RecordError)
 
 
 def _target(target: Target) -> record.TargetFacts:
