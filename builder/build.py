@@ -19,25 +19,22 @@ import psutil
 from packaging.version import InvalidVersion, Version
 
 from wheelfarm.builder import ccache, driver, envs, provenance, shard, source, toolchain
+from wheelfarm.builder.importcheck import check_import, install_farm_wheel
 from wheelfarm.builder.platforms import REPAIRERS, RepairJob, current, windows
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.steps import Steps
-from wheelfarm.builder.target import FarmWheel, Target
+from wheelfarm.builder.target import Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
-from wheelfarm.core import loadcheck, record
-from wheelfarm.core.digest import sha256_file
+from wheelfarm.core import record
 from wheelfarm.core.errors import (
     BuildError,
-    ConfigError,
     ToolchainError,
     VerifyError,
 )
 from wheelfarm.core.platforms import os_of
-from wheelfarm.core.proc import CommandFailedError, call
+from wheelfarm.core.proc import call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
-from wheelfarm.core.wheelname import build_id_or_none
-from wheelfarm.matrix.load import module_problem
 
 logger = logging.getLogger(__name__)
 
@@ -45,10 +42,6 @@ HEARTBEAT_SECONDS = 60.0  # a compile prints its progress this often
 # nvcc --threads on every machine (ADR 16): a hosted runner has 2 to 4 cores, and MAX_JOBS
 # (from RAM) is often below that, so two threads per nvcc keep a multi-arch compile busy
 NVCC_THREADS = 2
-# The import check's program: the module names come as arguments (data), never as its code.
-IMPORT_PROGRAM = (
-    "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,176 +225,6 @@ def expectation(target: Target) -> Expectation:
         policy=library_policy(target.root, os_of(b.platform)),
         vendor_allow=target.package.vendor_allow,
     )
-
-
-def check_import(
-    wheel: Path,
-    imports: tuple[str, ...],
-    torch_env: envs.TorchEnv | None,
-    venv: Path,
-    *,
-    python: str,
-    log: Path,
-    requires: tuple[str, ...] = (),
-    farm: tuple[FarmWheel, ...] = (),
-    farm_source: str | Path = "",
-    gpu_imports: tuple[str, ...] = (),
-) -> None:
-    """Install the wheel into a fresh venv beside the target's torch (none for a torch-free
-    wheel), with the package's `import_requires` from the default index (and the torch index,
-    with torch held at the env's own build: nunchaku's torchvision) and its
-    `farm_requires` from `farm_source`, and import its modules (after torch, which loads the
-    libraries a torch extension needs). A wheel that links the GPU driver imports against a
-    stub where this machine has none (driver.py). `gpu_imports` (import_gpu) are imported too
-    where the real driver loads, and skipped with a line saying so where it does not."""
-    bad = [m for m in (*imports, *gpu_imports) if module_problem(m)]
-    if bad:  # before any venv is made or program run: the names are data from a package file
-        raise ConfigError(
-            [f"import: {bad[0]!r} is not a dotted module name: fix the package's import list"]
-        )
-    py = envs.overlay(torch_env, venv, python=python, log=log)
-    env = {
-        **os.environ,
-        **driver.import_env(wheel, venv.with_name(f"{venv.name}-driver"), os.environ, log),
-    }
-    if requires:
-        pin = (
-            ()
-            if torch_env is None
-            else torch_pin(torch_env, venv.with_name(f"{venv.name}-torch.txt"))
-        )
-        envs.install_requirements(py, requires, log=log, options=pin)
-    for required in farm:
-        install_farm_wheel(py, required, farm_source, log=log, for_wheel=wheel.name)
-    envs.pip_install(py, "--no-deps", "--no-index", wheel, log=log)
-    first = ("torch",) if torch_env is not None else ()
-    if gpu_imports and not driver.driver_loads():
-        logger.info(
-            "import check: skipped %s (import_gpu): they need a GPU, and this builder has none",
-            ", ".join(gpu_imports),
-        )
-    elif gpu_imports:
-        imports = (*imports, *gpu_imports)
-    names = ", ".join(imports)
-    _checked(wheel, f"import of {names}", [IMPORT_PROGRAM, *first, *imports], py, env, log)
-    for member in loadcheck.extension_members(loadcheck.record_members(wheel)):
-        load = [loadcheck.LOAD_PROGRAM, first[0] if first else "", "", member]
-        _checked(wheel, f"loading {member}", load, py, env, log)
-
-
-def _checked(
-    wheel: Path, what: str, program: list[str], py: Path, env: dict[str, str], log: Path
-) -> None:
-    """Run one import-check child; its failure names the exception it died of (its
-    traceback's last line) or the signal that killed it."""
-    start = log.stat().st_size if log.exists() else 0
-    try:
-        call([py, "-c", *program], env=env, log=log)
-    except CommandFailedError as exc:
-        with log.open("rb") as fh:
-            fh.seek(start)
-            lines = fh.read().decode("utf-8", "replace").splitlines()
-        why = loadcheck.died(exc.returncode, lines)
-        problem = f"{what} failed in a fresh venv with its torch: {why}; log: {log}"
-        raise VerifyError(wheel.name, [problem]) from exc
-
-
-def torch_pin(torch_env: envs.TorchEnv, constraints: Path) -> tuple[str, ...]:
-    """The pip options that keep `torch_env`'s exact torch build (its `.complete` marker, written
-    to `constraints`) and look in its torch index too: a requirement that depends on torch
-    (torchvision) then resolves to the build made for it instead of replacing torch."""
-    constraints.write_text(f"torch=={provenance.torch_facts(torch_env).torch}\n", encoding="utf-8")
-    extra = () if torch_env.index == envs.PIP_INDEX else ("--extra-index-url", torch_env.index)
-    return ("--constraint", str(constraints), *extra)
-
-
-def install_farm_wheel(
-    py: Path, required: FarmWheel, source: str | Path, *, log: Path, for_wheel: str
-) -> None:
-    """One farm_requires wheel, exactly the build serving the import cell: from the farm's
-    index (its per-CUDA, per-torch directory; pip checks the page's sha256 of the file), or
-    from a wheelhouse folder, where only a copy whose bytes its build record (of that planned
-    build) hashed is installed: build code writes that folder, so a wheel with the pinned name
-    and no record, or a stale one, is refused before pip runs."""
-    text = str(source)
-    if text.startswith(("https://", "http://")):
-        where = ["--index-url", f"{text.rstrip('/')}/{required.cuda}/torch{required.torch}/"]
-        _pip_farm_wheel(py, required, text, [*where, required.pin], log=log, for_wheel=for_wheel)
-        return
-    with tempfile.TemporaryDirectory(dir=log.parent, prefix="farm-wheel-") as scratch:
-        copy = _recorded_copy(Path(text), required, Path(scratch), for_wheel=for_wheel)
-        if copy is None:
-            raise _not_held(required, text, log=log, for_wheel=for_wheel)
-        _pip_farm_wheel(py, required, text, ["--no-index", copy], log=log, for_wheel=for_wheel)
-
-
-def _pip_farm_wheel(
-    py: Path, required: FarmWheel, text: str, args: list[str | Path], *, log: Path, for_wheel: str
-) -> None:
-    try:
-        envs.pip_install(py, "--no-deps", "--only-binary", ":all:", *args, log=log)
-    except BuildError as exc:
-        raise _not_held(required, text, log=log, for_wheel=for_wheel) from exc
-
-
-def _not_held(required: FarmWheel, text: str, *, log: Path, for_wheel: str) -> VerifyError:
-    """The farm wheel is not at `text` (or pip could not install it): what to do."""
-    return VerifyError(
-        for_wheel,
-        [
-            (
-                f"{'its build and ' if required.at_build else 'its '}modules import "
-                f"{required.pin} (farm_requires), which {text} does not hold: build that first "
-                f"into the same --out, or pass --farm-wheels with a wheelhouse or the farm's index "
-                f"URL; log: {log}"
-            )
-        ],
-    )
-
-
-def _recorded_copy(
-    folder: Path, required: FarmWheel, scratch: Path, *, for_wheel: str
-) -> Path | None:
-    """A copy, in `scratch`, of the wheel of `required`'s planned build in `folder` whose
-    sha256 is the one its build record holds (checked on the copy pip will read); None when
-    the folder holds no wheel of that build. One that fails the check is a VerifyError."""
-    found = [
-        w for w in sorted(folder.glob("*.whl")) if build_id_or_none(w.name) == required.build_id
-    ]
-    if not found:
-        return None
-    problems = []
-    for wheel in found:
-        copy = scratch / wheel.name
-        shutil.copyfile(wheel, copy)
-        problem = _record_problem(wheel, copy, required.build_id)
-        if problem is None:
-            return copy
-        problems.append(f"{wheel}: {problem}")
-    raise VerifyError(
-        for_wheel,
-        [
-            (
-                f"{required.pin} (farm_requires): {'; '.join(problems[:3])}; nothing was "
-                f"installed: rebuild it into --out (`wheelfarm build`), or pass --farm-wheels "
-                f"with a wheelhouse of farm-built wheels and their records, or the farm's index"
-            )
-        ],
-    )
-
-
-def _record_problem(wheel: Path, copy: Path, build_id: str) -> str | None:
-    """Why the copy of `wheel` is not the wheel its build record (beside it) hashed for
-    `build_id`, or None."""
-    try:
-        found = record.BuildRecord.read(record.path_for(wheel), what="its build record")
-    except record.RecordError as exc:
-        return f"no build record of it ({exc})"
-    if found.build_id != build_id or found.wheel.filename != wheel.name:
-        return f"its build record is of {found.build_id!r} ({found.wheel.filename!r})"
-    if found.wheel.sha256 != sha256_file(copy):
-        return "its bytes are not the ones its build record hashed (a stale or changed wheel)"
-    return None
 
 
 def target_torch_env(

@@ -346,7 +346,7 @@ def install_requirements(
     python: Path, requirements: tuple[str, ...], *, log: Path, options: tuple[str, ...] = ()
 ) -> None:
     """A package's own requirements (build_requires, import_requires) into one venv, with pip
-    `options` of the farm's own (build.torch_pin). They come from YAML: each must be a plain
+    `options` of the farm's own (importcheck.torch_pin). They come from YAML: each must be a plain
     requirement (the loader checks it too), and they go after `--`, so none can be read as one
     of pip's options."""
     for text in requirements:

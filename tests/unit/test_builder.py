@@ -249,20 +249,20 @@ def test_check_import_installs_import_requires_and_imports_torch_only_when_prese
     """import_requires resolve with torch held at the env's own build, from its torch index
     too: nunchaku's torchvision must be the one built for that torch, not PyPI's newest (which
     would replace torch in the venv)."""
-    from wheelfarm.builder import build, envs
+    from wheelfarm.builder import envs, importcheck
 
     installs: list[tuple[object, ...]] = []
     codes: list[list[object]] = []
     monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
     monkeypatch.setattr(envs, "pip_install", lambda py, *args, **k: installs.append(args))
-    monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[2:]))
-    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})  # test_driver.py covers it
+    monkeypatch.setattr(importcheck, "call", lambda cmd, **k: codes.append(cmd[2:]))
+    monkeypatch.setattr(importcheck.driver, "import_env", lambda *a: {})  # test_driver.py covers it
     torch_env = None if torch_free else envs.TorchEnv(tmp_path / "torch", "2.14.1", "cu130", index)
     if torch_env is not None:
         torch_env.path.mkdir()
         (torch_env.path / ".complete").write_text('{"torch": "2.14.1+cu130", "cuda": "13.0"}')
     wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
-    build.check_import(
+    importcheck.check_import(
         wheel, ("pkg", "pkg._C"), torch_env, tmp_path / "venv",
         python="python3", log=tmp_path / "log", requires=("numpy", "torchvision"),
     )  # fmt: skip
@@ -273,7 +273,7 @@ def test_check_import_installs_import_requires_and_imports_torch_only_when_prese
     assert installs == [(*pin, "--", "numpy", "torchvision"), ("--no-deps", "--no-index", wheel)]
     assert torch_free or pins.read_text() == "torch==2.14.1+cu130\n"
     first = [] if torch_free else ["torch"]
-    assert codes == [[build.IMPORT_PROGRAM, *first, "pkg", "pkg._C"]]
+    assert codes == [[importcheck.IMPORT_PROGRAM, *first, "pkg", "pkg._C"]]
 
 
 @pytest.mark.parametrize(
@@ -319,7 +319,7 @@ def test_a_failed_import_check_names_the_exception(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, child: str, code: int, named: str
 ) -> None:
     """After an 11-minute compile the line must say why the import failed, not only that it did."""
-    from wheelfarm.builder import build, envs
+    from wheelfarm.builder import envs, importcheck
 
     log = tmp_path / "7-verify.log"
 
@@ -330,11 +330,13 @@ def test_a_failed_import_check_names_the_exception(
 
     monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
     monkeypatch.setattr(envs, "pip_install", lambda *a, **k: None)
-    monkeypatch.setattr(build, "call", dies)
-    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})
+    monkeypatch.setattr(importcheck, "call", dies)
+    monkeypatch.setattr(importcheck.driver, "import_env", lambda *a: {})
     wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
     with pytest.raises(VerifyError) as caught:
-        build.check_import(wheel, ("pkg._C",), None, tmp_path / "venv", python="python3", log=log)
+        importcheck.check_import(
+            wheel, ("pkg._C",), None, tmp_path / "venv", python="python3", log=log
+        )
     assert caught.value.problems == [
         f"import of pkg._C failed in a fresh venv with its torch: {named}; log: {log}"
     ]
@@ -345,7 +347,7 @@ def test_the_import_check_loads_every_extension_module_in_record(
 ) -> None:
     """A namespace package imports with its .so cut to 4 KB: each binary RECORD lists is loaded
     in its own child (a crash fails that one check), vendored .so.N and .data files are not."""
-    from wheelfarm.builder import build, envs
+    from wheelfarm.builder import envs, importcheck
     from wheelfarm.core import loadcheck
 
     wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
@@ -362,15 +364,15 @@ def test_the_import_check_loads_every_extension_module_in_record(
     codes: list[list[object]] = []
     monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
     monkeypatch.setattr(envs, "pip_install", lambda *a, **k: None)
-    monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[2:]))
-    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})
+    monkeypatch.setattr(importcheck, "call", lambda cmd, **k: codes.append(cmd[2:]))
+    monkeypatch.setattr(importcheck.driver, "import_env", lambda *a: {})
     torch_env = envs.TorchEnv(tmp_path / "torch", "2.14.1", "cu130", "pip")
-    build.check_import(
+    importcheck.check_import(
         wheel, ("pkg",), torch_env, tmp_path / "venv", python="python3", log=tmp_path / "l"
     )
     program = loadcheck.LOAD_PROGRAM
     assert codes == [
-        [build.IMPORT_PROGRAM, "torch", "pkg"],
+        [importcheck.IMPORT_PROGRAM, "torch", "pkg"],
         [program, "torch", "", "pkg/ext/_C.cpython-312-x86_64-linux-gnu.so"],
         [program, "torch", "", "pkg/ops.abi3.so"],
     ]
@@ -385,17 +387,17 @@ def test_import_gpu_modules_are_imported_only_where_a_gpu_is(
 ) -> None:
     """A module that asks for the GPU at import is checked on a GPU builder, and a GPU-less
     builder says it skipped it instead of failing or dropping it silently."""
-    from wheelfarm.builder import build, envs
+    from wheelfarm.builder import envs, importcheck
 
     codes: list[list[object]] = []
     monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
     monkeypatch.setattr(envs, "pip_install", lambda *a, **k: None)
-    monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[3:]))
-    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})
-    monkeypatch.setattr(build.driver, "driver_loads", lambda: gpu)
+    monkeypatch.setattr(importcheck, "call", lambda cmd, **k: codes.append(cmd[3:]))
+    monkeypatch.setattr(importcheck.driver, "import_env", lambda *a: {})
+    monkeypatch.setattr(importcheck.driver, "driver_loads", lambda: gpu)
     wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
     caplog.set_level("INFO")
-    build.check_import(
+    importcheck.check_import(
         wheel, ("pkg",), None, tmp_path / "venv",
         python="python3", log=tmp_path / "log", gpu_imports=("pkg.cuda_ops",),
     )  # fmt: skip

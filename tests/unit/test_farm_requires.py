@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.synthetic import sample_record
-from wheelfarm.builder.build import install_farm_wheel
+from wheelfarm.builder.importcheck import install_farm_wheel
 from wheelfarm.builder.target import FarmWheel, resolve, select
 from wheelfarm.core.errors import BuildError, ConfigError, VerifyError
 from wheelfarm.core.record import WheelFacts, path_for

@@ -18,7 +18,7 @@ from tests.roots import REPO
 from tests.synthetic import sample_record
 from tests.unit.conftest import package_yaml
 from tests.unit.test_index_owned import wheelhouse_catalog
-from wheelfarm.builder import build, envs
+from wheelfarm.builder import envs, importcheck
 from wheelfarm.core.errors import ConfigError, SiteError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.index import entries
@@ -123,11 +123,11 @@ def test_the_import_check_passes_names_as_arguments_to_a_fixed_program(
     calls: list[list[object]] = []
     monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: calls.append(["venv", dest]))
     monkeypatch.setattr(envs, "pip_install", lambda py, *args, **k: calls.append(list(args)))
-    monkeypatch.setattr(build, "call", lambda cmd, **k: calls.append(cmd))
-    monkeypatch.setattr(build.driver, "import_env", lambda *a: calls.append(["driver"]) or {})
+    monkeypatch.setattr(importcheck, "call", lambda cmd, **k: calls.append(cmd))
+    monkeypatch.setattr(importcheck.driver, "import_env", lambda *a: calls.append(["driver"]) or {})
     wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
     with pytest.raises(ConfigError, match=r"'os; open\(\"PWNED\".*not a dotted module name"):
-        build.check_import(
+        importcheck.check_import(
             wheel, ("pkg", 'os; open("PWNED","w")'), None, tmp_path / "v",
             python="python3", log=tmp_path / "log",
         )  # fmt: skip
