@@ -33,7 +33,7 @@ from wheelfarm.core.errors import (
     VerifyError,
 )
 from wheelfarm.core.platforms import os_of
-from wheelfarm.core.proc import call
+from wheelfarm.core.proc import Runner, call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 
 logger = logging.getLogger(__name__)
@@ -60,6 +60,7 @@ class BuildOptions:
     farm_wheels: str | None = None  # farm_requires from: a wheelhouse or the farm's index URL;
     # None: out_dir
     fetch_timeout: float = source.FETCH_SECONDS  # seconds the source download or clone may take
+    run: Runner = call  # what runs every tool of the build (a test's recording fake)
 
     def recorded(self) -> record.RecordedOptions:
         """The options the build record keeps (core.record.RecordedOptions names them, each a
@@ -228,15 +229,23 @@ def expectation(target: Target) -> Expectation:
 
 
 def target_torch_env(
-    target: Target, *, cache: Path, python: str, index: str, log: Path, importing: bool = False
+    target: Target,
+    *,
+    cache: Path,
+    python: str,
+    index: str,
+    log: Path,
+    importing: bool = False,
+    run: Runner = call,
 ) -> envs.TorchEnv | None:
     """The shared torch venv a target builds against (none for torch-free) or, `importing`,
     imports against (a torch-free package with `import_with_torch`: its CUDA's newest torch)."""
     torch = target.import_torch if importing else target.build.torch
     if torch is None:
         return None
+    cuda = target.build.cuda
     return envs.torch_env(
-        cache, python=python, torch=torch, cuda=target.build.cuda, index=index, log=log
+        cache, python=python, torch=torch, cuda=cuda, index=index, log=log, run=run
     )
 
 
@@ -256,6 +265,7 @@ def verify_wheel(
     python: str | None = None,
     import_check: bool = True,
     farm_wheels: str | Path | None = None,
+    run: Runner = call,
 ) -> Report:
     """`wheelfarm verify`: the static checks, then the import check in a fresh venv (its
     farm_requires from `farm_wheels`, default the wheel's own folder). The scratch folder
@@ -266,7 +276,7 @@ def verify_wheel(
         log = work / "verify.log"
         py = find_python(target.build.python, python)
         torch_env = target_torch_env(
-            target, cache=cache, python=py, index=index, log=log, importing=True
+            target, cache=cache, python=py, index=index, log=log, importing=True, run=run
         )
         check_import(
             wheel,
@@ -279,13 +289,21 @@ def verify_wheel(
             farm=target.farm_requires,
             gpu_imports=target.package.imports_gpu,
             farm_source=farm_wheels or wheel.parent,
+            run=run,
         )
         shutil.rmtree(work, ignore_errors=True)
     return report
 
 
 def compile_wheel(
-    py: Path, src: Path, dist: Path, env: dict[str, str], log: Path, deadline: float | None = None
+    py: Path,
+    src: Path,
+    dist: Path,
+    env: dict[str, str],
+    log: Path,
+    deadline: float | None = None,
+    *,
+    run: Runner = call,
 ) -> tuple[Path, dict[str, int]]:
     """`pip wheel` the source tree with the build env; the one wheel and the ccache hits and
     misses it caused. Stopped at `deadline`: what was compiled stays in the compiler cache, so
@@ -293,11 +311,11 @@ def compile_wheel(
     if deadline is not None and time.time() >= deadline:
         msg = "the deadline passed before the compile started; run the job again"
         raise BuildError(msg)
-    before = ccache.counts(env)
+    before = ccache.counts(env, run=run)
     shutil.rmtree(dist, ignore_errors=True)
     pip_wheel = ["-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-cache-dir"]
     try:
-        call(
+        run(
             [py, *pip_wheel, "--disable-pip-version-check", "-v", "-w", dist, src],
             env=env,
             cwd=src,
@@ -310,7 +328,7 @@ def compile_wheel(
             raise
         msg = f"{exc}; what it compiled is in the compiler cache: run the job again to resume"
         raise BuildError(msg) from exc
-    after = ccache.counts(env)
+    after = ccache.counts(env, run=run)
     built = list(dist.glob("*.whl"))
     if len(built) != 1:
         msg = f"expected one wheel in {dist}, found {[p.name for p in built]}"
@@ -323,22 +341,24 @@ def _compile(target: Target, opts: BuildOptions, steps: Steps) -> _Compiled:
     work = opts.work_dir / target.id
     build, pkg = target.build, target.package
     python = find_python(build.python, opts.python)
-    index = opts.torch_index or target.torch_index
+    index, run = opts.torch_index or target.torch_index, opts.run
     with steps.step("toolchain") as log:
         tc = toolchain.detect(
-            build.cuda, dict(os.environ), work=opts.cache, log=log, root=target.root
+            build.cuda, dict(os.environ), work=opts.cache, log=log, root=target.root, run=run
         )
         log.write_text(f"CUDA_HOME={tc.cuda_home}\nnvcc {tc.version}\n{tc.compiler}\n")
     with steps.step("environment") as log:
-        link = driver.link_env(tc.cuda_home, work / "link-stubs", os.environ, log)
-        torch_env = target_torch_env(target, cache=opts.cache, python=python, index=index, log=log)
-        py = envs.overlay(torch_env, work / "build-venv", python=python, log=log)
+        link = driver.link_env(tc.cuda_home, work / "link-stubs", os.environ, log, run=run)
+        torch_env = target_torch_env(
+            target, cache=opts.cache, python=python, index=index, log=log, run=run
+        )
+        py = envs.overlay(torch_env, work / "build-venv", python=python, log=log, run=run)
         if pkg.build_requires:
-            envs.install_requirements(py, pkg.build_requires, log=log)
+            envs.install_requirements(py, pkg.build_requires, log=log, run=run)
         for required in (w for w in target.farm_requires if w.at_build):
             farm_source = opts.farm_wheels or opts.out_dir
-            install_farm_wheel(py, required, farm_source, log=log, for_wheel=target.id)
-        torch_site = envs.site_packages(torch_env.python) if torch_env else None
+            install_farm_wheel(py, required, farm_source, log=log, for_wheel=target.id, run=run)
+        torch_site = envs.site_packages(torch_env.python, run=run) if torch_env else None
     with steps.step("source") as log:
         src = source.fetch(
             pkg.name,
@@ -349,12 +369,13 @@ def _compile(target: Target, opts: BuildOptions, steps: Steps) -> _Compiled:
             sdist_index=opts.sdist_index,
             log=log,
             timeout=opts.fetch_timeout,
+            run=run,
         )
-    include = envs.python_include(py)
+    include = envs.python_include(py, run=run)
     env = compile_env(target, tc, py.parent, torch_site, work, opts.cache, link, include)
     env = shard.prepare(env, opts.split, src=src, work=work)
     with steps.step("compile") as log:
-        built, ccache = compile_wheel(py, src, work / "dist", env, log, opts.deadline)
+        built, ccache = compile_wheel(py, src, work / "dist", env, log, opts.deadline, run=run)
         split = shard.finish(opts.split, ccache, env)
     return _Compiled(work, python, index, tc, torch_env, torch_site, env, built, ccache, split)
 
@@ -432,7 +453,13 @@ def _import_checked(
         made.torch_env
         if target.import_torch == target.build.torch
         else target_torch_env(
-            target, cache=opts.cache, python=made.python, index=made.index, log=log, importing=True
+            target,
+            cache=opts.cache,
+            python=made.python,
+            index=made.index,
+            log=log,
+            importing=True,
+            run=opts.run,
         )
     )
     check_import(
@@ -446,4 +473,5 @@ def _import_checked(
         farm=target.farm_requires,
         gpu_imports=target.package.imports_gpu,
         farm_source=opts.farm_wheels or opts.out_dir,
+        run=opts.run,
     )

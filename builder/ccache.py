@@ -30,7 +30,7 @@ from pathlib import Path
 from wheelfarm.builder.envs import links_are_safe
 from wheelfarm.builder.platforms import BuildPlatform, current
 from wheelfarm.builder.platforms.common import Views
-from wheelfarm.core.proc import call
+from wheelfarm.core.proc import Runner, call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 
 logger = logging.getLogger(__name__)
@@ -77,12 +77,12 @@ def settings(env: Mapping[str, str], *, cache: Path, work: Path) -> dict[str, st
     }
 
 
-def counts(env: Mapping[str, str]) -> dict[str, int]:
+def counts(env: Mapping[str, str], *, run: Runner = call) -> dict[str, int]:
     """The ccache hits and misses so far (empty without ccache on `env`'s PATH): a compile's are
     the difference of two."""
     if shutil.which("ccache", path=env.get("PATH")) is None:
         return {}
-    text = call(["ccache", "--print-stats"], env=env, capture=True)
+    text = run(["ccache", "--print-stats"], env=env, capture=True)
     stats = dict(line.split("\t", 1) for line in text.splitlines() if "\t" in line)
     hits = sum(int(stats.get(k, 0)) for k in ("direct_cache_hit", "preprocessed_cache_hit"))
     return {"hits": hits, "misses": int(stats.get("cache_miss", 0))}

@@ -15,7 +15,7 @@ from wheelfarm.builder.target import FarmWheel
 from wheelfarm.core import loadcheck, record
 from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import BuildError, ConfigError, VerifyError
-from wheelfarm.core.proc import CommandFailedError, call
+from wheelfarm.core.proc import CommandFailedError, Runner, call
 from wheelfarm.core.wheelname import build_id_or_none
 from wheelfarm.matrix.load import module_problem
 
@@ -39,6 +39,7 @@ def check_import(
     farm: tuple[FarmWheel, ...] = (),
     farm_source: str | Path = "",
     gpu_imports: tuple[str, ...] = (),
+    run: Runner = call,
 ) -> None:
     """Install the wheel into a fresh venv beside the target's torch (none for a torch-free
     wheel), with the package's `import_requires` from the default index (and the torch index,
@@ -52,21 +53,19 @@ def check_import(
         raise ConfigError(
             [f"import: {bad[0]!r} is not a dotted module name: fix the package's import list"]
         )
-    py = envs.overlay(torch_env, venv, python=python, log=log)
-    env = {
-        **os.environ,
-        **driver.import_env(wheel, venv.with_name(f"{venv.name}-driver"), os.environ, log),
-    }
+    py = envs.overlay(torch_env, venv, python=python, log=log, run=run)
+    stub = venv.with_name(f"{venv.name}-driver")
+    env = {**os.environ, **driver.import_env(wheel, stub, os.environ, log, run=run)}
     if requires:
         pin = (
             ()
             if torch_env is None
             else torch_pin(torch_env, venv.with_name(f"{venv.name}-torch.txt"))
         )
-        envs.install_requirements(py, requires, log=log, options=pin)
+        envs.install_requirements(py, requires, log=log, options=pin, run=run)
     for required in farm:
-        install_farm_wheel(py, required, farm_source, log=log, for_wheel=wheel.name)
-    envs.pip_install(py, "--no-deps", "--no-index", wheel, log=log)
+        install_farm_wheel(py, required, farm_source, log=log, for_wheel=wheel.name, run=run)
+    envs.pip_install(py, "--no-deps", "--no-index", wheel, log=log, run=run)
     first = ("torch",) if torch_env is not None else ()
     if gpu_imports and not driver.driver_loads():
         logger.info(
@@ -76,20 +75,27 @@ def check_import(
     elif gpu_imports:
         imports = (*imports, *gpu_imports)
     names = ", ".join(imports)
-    _checked(wheel, f"import of {names}", [IMPORT_PROGRAM, *first, *imports], py, env, log)
+    program = [IMPORT_PROGRAM, *first, *imports]
+    _checked(wheel, f"import of {names}", program, py, env, log, run)
     for member in loadcheck.extension_members(loadcheck.record_members(wheel)):
         load = [loadcheck.LOAD_PROGRAM, first[0] if first else "", "", member]
-        _checked(wheel, f"loading {member}", load, py, env, log)
+        _checked(wheel, f"loading {member}", load, py, env, log, run)
 
 
 def _checked(
-    wheel: Path, what: str, program: list[str], py: Path, env: dict[str, str], log: Path
+    wheel: Path,
+    what: str,
+    program: list[str],
+    py: Path,
+    env: dict[str, str],
+    log: Path,
+    run: Runner,
 ) -> None:
     """Run one import-check child; its failure names the exception it died of (its
     traceback's last line) or the signal that killed it."""
     start = log.stat().st_size if log.exists() else 0
     try:
-        call([py, "-c", *program], env=env, log=log)
+        run([py, "-c", *program], env=env, log=log)
     except CommandFailedError as exc:
         with log.open("rb") as fh:
             fh.seek(start)
@@ -109,7 +115,13 @@ def torch_pin(torch_env: envs.TorchEnv, constraints: Path) -> tuple[str, ...]:
 
 
 def install_farm_wheel(
-    py: Path, required: FarmWheel, source: str | Path, *, log: Path, for_wheel: str
+    py: Path,
+    required: FarmWheel,
+    source: str | Path,
+    *,
+    log: Path,
+    for_wheel: str,
+    run: Runner = call,
 ) -> None:
     """One farm_requires wheel, exactly the build serving the import cell: from the farm's
     index (its per-CUDA, per-torch directory; pip checks the page's sha256 of the file), or
@@ -117,24 +129,19 @@ def install_farm_wheel(
     build) hashed is installed: build code writes that folder, so a wheel with the pinned name
     and no record, or a stale one, is refused before pip runs."""
     text = str(source)
-    if text.startswith(("https://", "http://")):
-        where = ["--index-url", f"{text.rstrip('/')}/{required.cuda}/torch{required.torch}/"]
-        _pip_farm_wheel(py, required, text, [*where, required.pin], log=log, for_wheel=for_wheel)
-        return
     with tempfile.TemporaryDirectory(dir=log.parent, prefix="farm-wheel-") as scratch:
-        copy = _recorded_copy(Path(text), required, Path(scratch), for_wheel=for_wheel)
-        if copy is None:
-            raise _not_held(required, text, log=log, for_wheel=for_wheel)
-        _pip_farm_wheel(py, required, text, ["--no-index", copy], log=log, for_wheel=for_wheel)
-
-
-def _pip_farm_wheel(
-    py: Path, required: FarmWheel, text: str, args: list[str | Path], *, log: Path, for_wheel: str
-) -> None:
-    try:
-        envs.pip_install(py, "--no-deps", "--only-binary", ":all:", *args, log=log)
-    except BuildError as exc:
-        raise _not_held(required, text, log=log, for_wheel=for_wheel) from exc
+        if text.startswith(("https://", "http://")):
+            index = f"{text.rstrip('/')}/{required.cuda}/torch{required.torch}/"
+            args: list[str | Path] = ["--index-url", index, required.pin]
+        else:
+            copy = _recorded_copy(Path(text), required, Path(scratch), for_wheel=for_wheel)
+            if copy is None:
+                raise _not_held(required, text, log=log, for_wheel=for_wheel)
+            args = ["--no-index", copy]
+        try:
+            envs.pip_install(py, "--no-deps", "--only-binary", ":all:", *args, log=log, run=run)
+        except BuildError as exc:
+            raise _not_held(required, text, log=log, for_wheel=for_wheel) from exc
 
 
 def _not_held(required: FarmWheel, text: str, *, log: Path, for_wheel: str) -> VerifyError:

@@ -23,7 +23,7 @@ from wheelfarm.builder.wrapper import SPEC, Spec
 from wheelfarm.core.errors import BuildError
 from wheelfarm.core.label import cuda_version
 from wheelfarm.core.platforms import os_of
-from wheelfarm.core.proc import call
+from wheelfarm.core.proc import Runner, call
 
 if TYPE_CHECKING:
     from wheelfarm.matrix.expand import Build
@@ -65,6 +65,9 @@ class Windows:
     fakes_driver = False  # nvcuda.dll loads at run time; wheels link the toolkit's import library
     rewrites_arguments = True  # builder/wrapper.py, as cl.exe and PYTORCH_NVCC
     fixed_compiler = "msvc (from vcvars; checked by nvcc)"
+
+    def __init__(self, run: Runner = call) -> None:
+        self.run = run  # what runs its tools (the compiler, the repair tool, ninja)
 
     def venv_python(self, venv: Path) -> Path:
         return venv / "Scripts/python.exe"
@@ -122,7 +125,8 @@ class Windows:
         """Made by MSVC's real cl, which NVCC_CCBIN names past the ccache masquerade."""
         cl = env.get("NVCC_CCBIN") or shutil.which("cl.exe", path=env.get("PATH"))
         obj = work / "empty.obj"
-        call([cl or "cl.exe", "/nologo", "/c", empty_source(work), f"/Fo{obj}"], env=env, cwd=work)
+        argv: list[str | Path] = [cl or "cl.exe", "/nologo", "/c", empty_source(work), f"/Fo{obj}"]
+        self.run(argv, env=env, cwd=work)
         return obj
 
     def husk_link(self, env: dict[str, str]) -> dict[str, str]:
@@ -132,7 +136,7 @@ class Windows:
     def pass_through(self, real: str, argv: list[str]) -> int:
         """Windows has no exec: run it and pass its status on."""
         try:
-            call([real, *argv])
+            self.run([real, *argv])
         except BuildError:
             return 1
         return 0
@@ -151,7 +155,7 @@ class Windows:
         tool = [sys.executable, "-m", "delvewheel", "repair", "--no-mangle-all",
                 *excludes, *add_path]  # fmt: skip
         try:
-            return repair_with(tool, job)
+            return repair_with(tool, job, run=self.run)
         except BuildError as exc:
             log = job.log.read_text(encoding="utf-8", errors="replace") if job.log.is_file() else ""
             missing = _UNFOUND.findall(log)
