@@ -23,12 +23,14 @@ import logging
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from wheelfarm.builder.envs import links_are_safe
 from wheelfarm.builder.platforms import BuildPlatform, current
 from wheelfarm.builder.platforms.common import Views
+from wheelfarm.core.proc import Runner, call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 
 logger = logging.getLogger(__name__)
@@ -55,6 +57,35 @@ class Compile:
 
 _LOG_LINE = re.compile(r"^\[[^ ]+ (\d+)\s*\] (Command line|Object file|Result): (.*)$")
 RESULTS = frozenset({"direct_cache_hit", "preprocessed_cache_hit", "cache_miss"})
+
+
+def settings(env: Mapping[str, str], *, cache: Path, work: Path) -> dict[str, str]:
+    """The ccache variables for a build in `work`: every job of a group or a split build, each on a
+    fresh machine, hashes the same and so hits the same cache entries; a user-set CCACHE_DIR
+    in `env` wins over `cache`'s."""
+    return {
+        "CCACHE_DIR": env.get("CCACHE_DIR", str(cache / "ccache")),
+        "CCACHE_BASEDIR": str(work),
+        "CCACHE_NOHASHDIR": "1",
+        "CCACHE_SLOPPINESS": "include_file_mtime,include_file_ctime,time_macros",
+        # every job installs its toolkit afresh: hash the compilers' content, not their mtime
+        "CCACHE_COMPILERCHECK": "content",
+        # the nvcc wrapper puts NVCC_APPEND_FLAGS on the command line, and with it the work
+        # folder's prefix map, whose value is always this build's base_dir: it changes paths in
+        # debug info only, which base_dir already takes out of the hash (ADR 16)
+        "CCACHE_IGNOREOPTIONS": "-Xcompiler=-ffile-prefix-map=*",
+    }
+
+
+def counts(env: Mapping[str, str], *, run: Runner = call) -> dict[str, int]:
+    """The ccache hits and misses so far (empty without ccache on `env`'s PATH): a compile's are
+    the difference of two."""
+    if shutil.which("ccache", path=env.get("PATH")) is None:
+        return {}
+    text = run(["ccache", "--print-stats"], env=env, capture=True)
+    stats = dict(line.split("\t", 1) for line in text.splitlines() if "\t" in line)
+    hits = sum(int(stats.get(k, 0)) for k in ("direct_cache_hit", "preprocessed_cache_hit"))
+    return {"hits": hits, "misses": int(stats.get("cache_miss", 0))}
 
 
 def compile_results(logfile: Path) -> list[Compile]:

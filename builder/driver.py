@@ -37,7 +37,7 @@ from elftools.elf.sections import SymbolTableSection
 
 from wheelfarm.builder.binary import inspect_binary, is_binary
 from wheelfarm.builder.platforms import current
-from wheelfarm.core.proc import call
+from wheelfarm.core.proc import Runner, call
 
 SONAME = "libcuda.so.1"
 CUDA_ERROR_NO_DEVICE = 100  # cuda.h: "no CUDA-capable device is detected"
@@ -89,14 +89,16 @@ def stub_source(symbols: Iterable[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _compile_stub(symbols: Iterable[str], dest: Path, env: Mapping[str, str], log: Path) -> Path:
+def _compile_stub(
+    symbols: Iterable[str], dest: Path, env: Mapping[str, str], log: Path, run: Runner
+) -> Path:
     """Build `dest` (a shared library with SONAME libcuda.so.1) with the system C compiler."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     source = dest.parent / "libcuda_stub.c"
     source.write_text(stub_source(symbols), encoding="utf-8")
     cc = env.get("CC", "cc").split()
     args: list[str | Path] = ["-shared", "-fPIC", f"-Wl,-soname,{SONAME}", "-o", dest, source]
-    call([*cc, *args], env=env, log=log)
+    run([*cc, *args], env=env, log=log)
     return dest
 
 
@@ -104,13 +106,15 @@ def _prepend(env: Mapping[str, str], key: str, folder: Path) -> dict[str, str]:
     return {key: os.pathsep.join([str(folder), *filter(None, [env.get(key)])])}
 
 
-def link_env(cuda_home: Path, work: Path, env: Mapping[str, str], log: Path) -> dict[str, str]:
+def link_env(
+    cuda_home: Path, work: Path, env: Mapping[str, str], log: Path, *, run: Runner = call
+) -> dict[str, str]:
     """LIBRARY_PATH with a stub `libcuda.so` built in `work` when the toolkit ships none, so
     `-lcuda` links as it does with a full toolkit; nothing otherwise."""
     if not current().fakes_driver or toolkit_stub(cuda_home) is not None:
         return {}
     header = (cuda_home / "include" / "cuda.h").read_text(encoding="utf-8", errors="replace")
-    _compile_stub(header_symbols(header), work / "libcuda.so", env, log)
+    _compile_stub(header_symbols(header), work / "libcuda.so", env, log, run)
     return _prepend(env, "LIBRARY_PATH", work)
 
 
@@ -153,7 +157,9 @@ def wheel_driver_symbols(wheel: Path) -> list[str]:
     return sorted(found)
 
 
-def import_env(wheel: Path, work: Path, env: Mapping[str, str], log: Path) -> dict[str, str]:
+def import_env(
+    wheel: Path, work: Path, env: Mapping[str, str], log: Path, *, run: Runner = call
+) -> dict[str, str]:
     """LD_LIBRARY_PATH with a `libcuda.so.1` in `work` for importing `wheel` on a machine without
     the driver; nothing where the driver loads or the wheel does not need it."""
     if not current().fakes_driver or driver_loads():
@@ -161,5 +167,5 @@ def import_env(wheel: Path, work: Path, env: Mapping[str, str], log: Path) -> di
     symbols = wheel_driver_symbols(wheel)
     if not symbols:
         return {}
-    _compile_stub(symbols, work / SONAME, env, log)
+    _compile_stub(symbols, work / SONAME, env, log, run)
     return _prepend(env, "LD_LIBRARY_PATH", work)

@@ -30,9 +30,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
 from wheelfarm.builder.platforms import current
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import ConfigError, ToolchainError
 from wheelfarm.core.lock import exclusive
-from wheelfarm.core.proc import call
+from wheelfarm.core.proc import Runner, call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 from wheelfarm.matrix.load import requirement_problem
 
@@ -49,18 +50,18 @@ def default_cache() -> Path:
     return Path(os.environ.get("WHEELFARM_CACHE", Path.home() / ".cache" / "wheelfarm"))
 
 
-def site_packages(python: Path) -> Path:
-    return _sysconfig_path(python, "purelib")
+def site_packages(python: Path, *, run: Runner = call) -> Path:
+    return _sysconfig_path(python, "purelib", run)
 
 
-def python_include(python: Path) -> Path:
+def python_include(python: Path, *, run: Runner = call) -> Path:
     """The folder of Python.h that torch's cpp_extension puts on every compile's command line."""
-    return _sysconfig_path(python, "include")
+    return _sysconfig_path(python, "include", run)
 
 
-def _sysconfig_path(python: Path, name: str) -> Path:
+def _sysconfig_path(python: Path, name: str, run: Runner) -> Path:
     program = f"import sysconfig; print(sysconfig.get_paths()[{name!r}])"
-    return Path(call([python, "-c", program], capture=True).strip())
+    return Path(run([python, "-c", program], capture=True).strip())
 
 
 @dataclass(frozen=True)
@@ -89,12 +90,12 @@ def manifest_of(env: Path) -> Path:
 
 
 def torch_env(
-    cache: Path, *, python: str, torch: str, cuda: str, index: str, log: Path
+    cache: Path, *, python: str, torch: str, cuda: str, index: str, log: Path, run: Runner = call
 ) -> TorchEnv:
     """Make (once) or reuse the venv with torch==`torch` for `cuda`; check what pip installed.
     One env per interpreter (its version and install), not per cpXY tag: a second CPython of
     the same minor has its own headers, which a build must compile against (ADR 16)."""
-    version, identity = call([python, "-c", IDENTITY_PROGRAM], capture=True).split(maxsplit=1)
+    version, identity = run([python, "-c", IDENTITY_PROGRAM], capture=True).split(maxsplit=1)
     digest = hashlib.sha256(identity.strip().encode()).hexdigest()[:8]
     path = cache / "envs" / f"torch{torch}-{cuda}-cp{version}-{digest}"
     if not (path / ".complete").is_file() or not manifest_of(path).is_file():
@@ -114,7 +115,9 @@ def torch_env(
         # of installing its own 5 GB copy beside the first and throwing it away
         with exclusive(lock, ENV_LOCK_TIMEOUT, cannot_open=cannot_open, busy=busy):
             if not (path / ".complete").is_file():
-                _make_torch_env(path, python=python, torch=torch, cuda=cuda, index=index, log=log)
+                _make_torch_env(
+                    path, python=python, torch=torch, cuda=cuda, index=index, log=log, run=run
+                )
             elif not manifest_of(path).is_file():  # made before envs were sealed: seal it now
                 seal(path, manifest_of(path))
     check_sealed(path, manifest_of(path))
@@ -122,23 +125,23 @@ def torch_env(
 
 
 def _make_torch_env(
-    path: Path, *, python: str, torch: str, cuda: str, index: str, log: Path
+    path: Path, *, python: str, torch: str, cuda: str, index: str, log: Path, run: Runner
 ) -> None:
     """Install torch==`torch` into a fresh venv beside `path`, check its CUDA, then rename it into
     place: a crash leaves only a partial folder, never a `path` that looks complete."""
     partial = path.with_name(path.name + f".partial-{os.getpid()}")
     partial_python = current().venv_python(partial)
     shutil.rmtree(partial, ignore_errors=True)
-    call([python, "-m", "venv", partial], log=log)
+    run([python, "-m", "venv", partial], log=log)
     source = [] if index == PIP_INDEX else ["--index-url", index]
     # torch alone from its index (its nvidia-* deps live there too), then build tools from
     # pip's own configuration: a CUDA index need not carry setuptools or ninja. The exact pin is
     # the environment's whole point, so a machine-wide constraint file (one that caps torch at
     # an older release) is set aside for this one install.
-    pip_install(partial_python, f"torch=={torch}", *source, log=log, unconstrained=True)
-    pip_install(partial_python, "setuptools>=69", "wheel", "ninja", "numpy", log=log)
+    pip_install(partial_python, f"torch=={torch}", *source, log=log, unconstrained=True, run=run)
+    pip_install(partial_python, "setuptools>=69", "wheel", "ninja", "numpy", log=log, run=run)
     report = json.loads(
-        call(
+        run(
             [
                 partial_python,
                 "-c",
@@ -178,21 +181,13 @@ def _walk(env: Path) -> Iterator[tuple[str, Path]]:
             yield file.relative_to(env).as_posix(), file
 
 
-def _sha256(file: Path) -> str:
-    digest = hashlib.sha256()
-    with file.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _fingerprint(file: Path) -> list[object]:
     """What the manifest keeps of one entry: [size, mtime_ns, ctime_ns, sha256] (no process
     sets a ctime: any write or chmod moves it), or ['link', target]."""
     info = file.lstat()
     if stat.S_ISLNK(info.st_mode):
         return ["link", str(file.readlink())]
-    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, _sha256(file)]
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, sha256_file(file)]
 
 
 def _write_manifest(manifest: Path, files: dict[str, list[object]]) -> None:
@@ -340,35 +335,45 @@ def pip_torch_cap() -> SpecifierSet:
     return cap
 
 
-def pip_install(python: Path, *args: str | Path, log: Path, unconstrained: bool = False) -> None:
+def pip_install(
+    python: Path, *args: str | Path, log: Path, unconstrained: bool = False, run: Runner = call
+) -> None:
     """`python -m pip install --quiet ...` into one venv, logged; `unconstrained`: without the
     constraint files pip's configuration names (PIP_CONSTRAINT wins over pip.conf, and an empty
     value does not count, so it names the empty file)."""
     env = {**os.environ, "PIP_CONSTRAINT": os.devnull} if unconstrained else None
     argv = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *args]
-    call(argv, log=log, env=env)
+    run(argv, log=log, env=env)
 
 
 def install_requirements(
-    python: Path, requirements: tuple[str, ...], *, log: Path, options: tuple[str, ...] = ()
+    python: Path,
+    requirements: tuple[str, ...],
+    *,
+    log: Path,
+    options: tuple[str, ...] = (),
+    run: Runner = call,
 ) -> None:
     """A package's own requirements (build_requires, import_requires) into one venv, with pip
-    `options` of the farm's own (build.torch_pin). They come from YAML: each must be a plain
+    `options` of the farm's own (importcheck.torch_pin). They come from YAML: each must be a plain
     requirement (the loader checks it too), and they go after `--`, so none can be read as one
     of pip's options."""
     for text in requirements:
         if problem := requirement_problem(text):
             msg = f"requirement {text[:80]!r} is {problem}: give a name with an optional version"
             raise ConfigError([msg])
-    pip_install(python, *options, "--", *requirements, log=log)
+    pip_install(python, *options, "--", *requirements, log=log, run=run)
 
 
-def overlay(base: TorchEnv | None, dest: Path, *, python: str, log: Path) -> Path:
+def overlay(
+    base: TorchEnv | None, dest: Path, *, python: str, log: Path, run: Runner = call
+) -> Path:
     """A fresh venv at `dest` that also sees `base`'s packages (torch) through a .pth file."""
     shutil.rmtree(dest, ignore_errors=True)
     interpreter = str(base.python) if base is not None else python
-    call([interpreter, "-m", "venv", dest], log=log)
+    run([interpreter, "-m", "venv", dest], log=log)
     if base is not None:
-        own = site_packages(current().venv_python(dest))
-        (own / "_wheelfarm_torch_env.pth").write_text(f"{site_packages(base.python)}\n")
+        own = site_packages(current().venv_python(dest), run=run)
+        torch_site = site_packages(base.python, run=run)
+        (own / "_wheelfarm_torch_env.pth").write_text(f"{torch_site}\n")
     return current().venv_python(dest)

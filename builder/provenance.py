@@ -13,7 +13,7 @@ from wheelfarm.builder import envs, toolchain
 from wheelfarm.builder.target import Target
 from wheelfarm.builder.verify import Report
 from wheelfarm.core import jsonread, record
-from wheelfarm.core.http import sha256_file
+from wheelfarm.core.digest import sha256_file
 
 WORK = "<work>"  # the work folder as the build record writes it: rebuilds elsewhere match
 
@@ -29,7 +29,7 @@ def torch_facts(torch_env: envs.TorchEnv) -> record.TorchFacts:
     """What the shared torch environment's maker found in it (its `.complete` file)."""
     marker = torch_env.path / ".complete"
     found = jsonread.loads(marker.read_bytes(), what=str(marker))
-    return record.decode(record.TorchFacts, found, what=str(marker))
+    return jsonread.decode(record.TorchFacts, found, what=str(marker), error=record.RecordError)
 
 
 def _target(target: Target) -> record.TargetFacts:

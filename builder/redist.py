@@ -20,8 +20,9 @@ from typing import Any
 
 from wheelfarm.core import jsonread
 from wheelfarm.core.archive import unsafe_reason
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import ToolchainError
-from wheelfarm.core.http import Deadline, download, make_session, request, sha256_file
+from wheelfarm.core.http import Deadline, download, make_session, request
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import Toolkit, ToolkitTable, load_facts
 

@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from wheelfarm.builder.ccache import compile_results
-from wheelfarm.builder.platforms import current
+from wheelfarm.builder.platforms import BuildPlatform, current
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import BuildError, UsageError
-from wheelfarm.core.proc import call
+from wheelfarm.core.proc import Runner, call
 
 logger = logging.getLogger(__name__)
 
@@ -200,12 +200,14 @@ def _ninja_args(argv: list[str]) -> tuple[Path, list[str], list[str]] | None:
     return folder / file, flags, targets
 
 
-def shim_main(argv: list[str]) -> int:
-    """`ninja` for shard I of K (WHEELFARM_SHARD): build this shard's objects, stub the rest."""
+def shim_main(argv: list[str], *, run: Runner = call, platform: BuildPlatform | None = None) -> int:
+    """`ninja` for shard I of K (WHEELFARM_SHARD): build this shard's objects, stub the rest;
+    another ninja command passes through to the real one (`platform`'s way, default this
+    machine's)."""
     real = os.environ["WHEELFARM_REAL_NINJA"]
     parsed = _ninja_args(argv)
     if parsed is None:
-        return current().pass_through(real, argv)
+        return (platform or current()).pass_through(real, argv)
     build_file, flags, _ = parsed
     shard, _, count = os.environ["WHEELFARM_SHARD"].partition("/")
     root = Path(os.environ["WHEELFARM_SHARD_ROOT"])
@@ -216,7 +218,7 @@ def shim_main(argv: list[str]) -> int:
     if outputs:
         cmd = [real, "-C", str(folder), "-f", build_file.name, *flags, *outputs]
         try:
-            call(cmd)
+            run(cmd)
         except BuildError as exc:
             sys.stderr.write(f"wheelfarm shard {shard}/{count}: {exc}\n")
             return 1

@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion
 from wheelfarm.core.archive import READ_ERRORS, Budget, Limits
 from wheelfarm.core.errors import BuildError
 from wheelfarm.core.http import Deadline, DeadlineError, download, make_session
-from wheelfarm.core.proc import call
+from wheelfarm.core.proc import Runner, call
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.core.simple import IndexFile, project_files
 from wheelfarm.matrix.model import PackageVersion, Source
@@ -196,6 +196,7 @@ def fetch(
     sdist_index: str,
     log: Path,
     timeout: float = FETCH_SECONDS,
+    run: Runner = call,
 ) -> Path:
     """Materialise the source tree under `work/src` and apply the farm root's patches at its
     root; return the folder to build: the tree, or its `subdir`. A `path:` source is a folder
@@ -216,7 +217,9 @@ def fetch(
         archive = download(url, dest, s.sha256, deadline=deadline)
         tree = _extract(archive, src_root)
     elif s.git is not None and s.commit is not None:
-        _clone(s.git, s.commit, src_root, submodules=s.submodules, log=log, timeout=timeout)
+        _clone(
+            s.git, s.commit, src_root, submodules=s.submodules, log=log, timeout=timeout, run=run
+        )
         tree = src_root
     elif s.path is not None:
         origin = root.inside(s.path, f"{package}: source path")
@@ -233,7 +236,7 @@ def fetch(
         msg = f"{package}: source has neither sdist+sha256, git+commit nor path"
         raise BuildError(msg)
     for patch in source.patches:
-        call(
+        run(
             ["patch", "-p1", "--forward", "--batch", "-i", root.patches / patch],
             cwd=tree,
             log=log,
@@ -242,7 +245,14 @@ def fetch(
 
 
 def _clone(
-    url: str, commit: str, dest: Path, *, submodules: bool, log: Path, timeout: float
+    url: str,
+    commit: str,
+    dest: Path,
+    *,
+    submodules: bool,
+    log: Path,
+    timeout: float,
+    run: Runner,
 ) -> None:
     """Check out `commit` of `url` (and the submodule commits it pins) into `dest`; the fetches
     are killed after `timeout` seconds in all, a DeadlineError naming --timeout."""
@@ -250,7 +260,7 @@ def _clone(
 
     def bounded(*args: str) -> None:
         try:
-            call(["git", *_GIT_PROTOCOLS, "-C", dest, *args], log=log, deadline=ends)
+            run(["git", *_GIT_PROTOCOLS, "-C", dest, *args], log=log, deadline=ends)
         except BuildError as exc:
             if time.time() < ends:
                 raise
@@ -261,10 +271,10 @@ def _clone(
             )
             raise DeadlineError(msg) from exc
 
-    call(["git", "init", "--quiet", dest], log=log)
+    run(["git", "init", "--quiet", dest], log=log)
     # `--` ends the options: a URL or commit from YAML is never read as one
     bounded("fetch", "--quiet", "--depth", "1", "--", url, commit)
-    call(["git", "-C", dest, "checkout", "--quiet", "FETCH_HEAD"], log=log)
+    run(["git", "-C", dest, "checkout", "--quiet", "FETCH_HEAD"], log=log)
     if submodules:  # the commits the superproject pins, over the same transports
         bounded("submodule", "update", "--init", "--recursive", "--depth", "1")
 

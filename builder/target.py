@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from packaging.version import InvalidVersion, Version
 
 from wheelfarm.builder import envs
+from wheelfarm.builder.platforms import windows
 from wheelfarm.core.errors import PlanError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.expand import Build, Expansion
@@ -29,6 +30,7 @@ class Target:
     root: FarmRoot  # where the package's patches and path sources live
     import_torch: str | None = None  # the torch verify imports beside; None: none
     farm_requires: tuple[FarmWheel, ...] = ()  # farm wheels the import check installs first
+    nvcc_flags: tuple[str, ...] = ()  # farm-wide NVCC_APPEND_FLAGS (platforms/windows.py)
 
     @property
     def id(self) -> str:
@@ -63,7 +65,7 @@ def _farm_wheels(
         req = expansion.by_id[required_id]
         for c in req.covers:
             if c.python == build.python and (torch is None or c.torch == torch):
-                pin = f"{req.dist}=={req.version}+{req.label}"
+                pin = f"{req.distribution}=={req.version}+{req.label}"
                 out.append(
                     FarmWheel(pin, c.cuda, c.torch, req.id, at_build=req.package in at_build)
                 )
@@ -123,6 +125,7 @@ def _target(
         wheel_platform=matrix.farm.platforms[build.platform].wheel_platform,
         root=matrix.root,
         import_torch=import_torch,
+        nvcc_flags=windows.msvc_nvcc_flags(matrix, build),
         farm_requires=_farm_wheels(
             expansion,
             build,

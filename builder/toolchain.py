@@ -15,7 +15,7 @@ from packaging.version import Version
 from wheelfarm.builder.platforms import current
 from wheelfarm.core.errors import ToolchainError
 from wheelfarm.core.label import cuda_tag, cuda_version
-from wheelfarm.core.proc import call
+from wheelfarm.core.proc import Runner, call
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.toolkits import gcc_max
 
@@ -71,13 +71,15 @@ def find_cuda_home(env: dict[str, str]) -> Path | None:
     return default if (default / "bin" / "nvcc").is_file() else None
 
 
-def check_compiler(cuda: Version, env: dict[str, str], limit: int | None) -> str:
+def check_compiler(
+    cuda: Version, env: dict[str, str], limit: int | None, *, run: Runner = call
+) -> str:
     """The host compiler's version line; refuse a gcc newer than `limit`, the newest major this
     toolkit accepts (compat.yaml), before a long build fails on it."""
     if (fixed := current().fixed_compiler) is not None:
         return fixed
     cxx = env.get("CXX", "c++")
-    text = call([cxx, "--version"], env=env, capture=True)
+    text = run([cxx, "--version"], env=env, capture=True)
     first = text.splitlines()[0] if text else cxx
     match = re.search(r"\(GCC\)|gcc|g\+\+", first)
     ver = re.search(r"(\d+)\.\d+\.\d+", first)
@@ -90,7 +92,7 @@ def check_compiler(cuda: Version, env: dict[str, str], limit: int | None) -> str
     return first
 
 
-def assemble_from_pypi(cuda: str, dest: Path, log: Path) -> Path:
+def assemble_from_pypi(cuda: str, dest: Path, log: Path, *, run: Runner = call) -> Path:
     """Install NVIDIA's CUDA 13 toolkit wheels into `dest`; return the CUDA_HOME they form."""
     version = cuda_version(cuda)
     if version.major < 13:  # noqa: PLR2004
@@ -100,7 +102,7 @@ def assemble_from_pypi(cuda: str, dest: Path, log: Path) -> Path:
         )
         raise ToolchainError(msg)
     spec = f"=={version.major}.{version.minor}.*"
-    call(
+    run(
         [
             sys.executable,
             "-m",
@@ -120,25 +122,27 @@ def assemble_from_pypi(cuda: str, dest: Path, log: Path) -> Path:
     return home
 
 
-def _nvcc(home: Path, env: dict[str, str]) -> tuple[Path, Version]:
+def _nvcc(home: Path, env: dict[str, str], run: Runner) -> tuple[Path, Version]:
     nvcc = current().nvcc(home)
-    return nvcc, nvcc_version(call([nvcc, "--version"], env=env, capture=True))
+    return nvcc, nvcc_version(run([nvcc, "--version"], env=env, capture=True))
 
 
-def installed_cuda_tag(env: dict[str, str]) -> str:
+def installed_cuda_tag(env: dict[str, str], *, run: Runner = call) -> str:
     """The CUDA tag of the toolkit this machine has (local builds default to it)."""
     home = find_cuda_home(env)
     if home is None:
         msg = "no CUDA toolkit found (CUDA_HOME, CUDA_PATH, nvcc on PATH); pass --cuda"
         raise ToolchainError(msg)
-    return cuda_tag(_nvcc(home, env)[1])
+    return cuda_tag(_nvcc(home, env, run)[1])
 
 
-def detect(cuda: str, env: dict[str, str], *, work: Path, log: Path, root: FarmRoot) -> Toolchain:
+def detect(
+    cuda: str, env: dict[str, str], *, work: Path, log: Path, root: FarmRoot, run: Runner = call
+) -> Toolchain:
     """Find the toolkit (or assemble a CUDA 13 one from PyPI), check it serves `cuda` (torch
     refuses another major) and the host compiler against the farm root's compat.yaml."""
-    home = find_cuda_home(env) or assemble_from_pypi(cuda, work / "cuda-toolkit", log)
-    nvcc, version = _nvcc(home, env)
+    home = find_cuda_home(env) or assemble_from_pypi(cuda, work / "cuda-toolkit", log, run=run)
+    nvcc, version = _nvcc(home, env, run)
     wanted = cuda_version(cuda)
     if version.major != wanted.major:
         msg = (
@@ -150,5 +154,6 @@ def detect(cuda: str, env: dict[str, str], *, work: Path, log: Path, root: FarmR
         version,
         {**env, "PATH": f"{home / 'bin'}{os.pathsep}{env.get('PATH', '')}"},
         gcc_max(root, version),
+        run=run,
     )
     return Toolchain(home, nvcc, version, compiler)

@@ -2,8 +2,8 @@
 
 The static checks, here, read the wheel only (name, METADATA, RECORD, archs, glibc, NEEDED,
 vendored libraries). The import check, which installs the wheel into a fresh venv beside the
-target's torch, is builder/build.py's `check_import` (it needs the build's environments); a build
-and `wheelfarm verify` (`build.verify_wheel`) run both.
+target's torch, is builder/importcheck.py's `check_import` (it needs the build's environments);
+a build and `wheelfarm verify` (`build.verify_wheel`) run both.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from wheelfarm.builder.build import expectation
 from wheelfarm.builder.target import resolve
 from wheelfarm.builder.verify import Expectation
 from wheelfarm.core import record
-from wheelfarm.core.http import sha256_file
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.wheelfile import write_wheel
 from wheelfarm.matrix.expand import Build, Expansion, expand
 from wheelfarm.matrix.model import Arch, Matrix

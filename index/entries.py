@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
@@ -14,6 +14,7 @@ from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from wheelfarm.core import jsonread
 from wheelfarm.core.label import Label, OtherLabel
 from wheelfarm.core.platforms import NAMES, platform_family
 from wheelfarm.core.wheelname import build_id
@@ -165,50 +166,25 @@ class WheelEntry:
     @classmethod
     def from_json(cls, data: object) -> WheelEntry:
         """One wheel of a packages.json; a ValueError says what is missing or of the wrong
-        type (a site's manifest is read back from disk, where anything can be)."""
-        try:
-            entry = cls(
-                filename=_field(data, "filename", str),
-                url=_field(data, "url", str),
-                sha256=_field(data, "sha256", str),
-                size=_field(data, "size", int),
-                requires_python=_optional(data, "requires_python", str),
-                metadata_sha256=_optional(data, "metadata_sha256", str),
-                yanked=_optional(data, "yanked", str),
-                partial_archs=bool(_optional(data, "partial_archs", bool)),
-                covers=tuple(
-                    Covered(
-                        **{a: _field(c, a, str) for a in ("cuda", "torch", "python", "platform")}
-                    )
-                    for c in _optional(data, "covers", list) or ()
-                ),
-            )
-        except (KeyError, TypeError) as exc:
-            msg = f"not a packages.json wheel entry: {exc}"
-            raise ValueError(msg) from exc
-        return entry
+        type (a site's manifest is read back from disk, where anything can be). The keys
+        to_json derives from these (name, tags, archs, ...) are not read back."""
+        kept = jsonread.decode(_Kept, data, what="a packages.json wheel entry", extra_keys=True)
+        return cls(**{f.name: getattr(kept, f.name) for f in fields(kept)})
 
 
-def _field(data: object, key: str, kind: type[_T]) -> _T:
-    """data[key], checked to be a `kind`."""
-    value = _object(data)[key]
-    if not isinstance(value, kind):
-        msg = f"{key!r} is {type(value).__name__}, expected {kind.__name__}"
-        raise TypeError(msg)
-    return value
+@dataclass(frozen=True, kw_only=True)
+class _Kept:
+    """What a packages.json wheel entry gives back to its WheelEntry."""
 
-
-def _optional(data: object, key: str, kind: type[_T]) -> _T | None:
-    """data[key], checked to be a `kind`, absent or null."""
-    value = _object(data).get(key)
-    return None if value is None else _field(data, key, kind)
-
-
-def _object(data: object) -> dict[str, object]:
-    if not isinstance(data, dict):
-        msg = f"expected an object, got {type(data).__name__}"
-        raise TypeError(msg)
-    return data
+    filename: str
+    url: str
+    sha256: str
+    size: int
+    requires_python: str | None = None
+    metadata_sha256: str | None = None
+    yanked: str | None = None
+    partial_archs: bool = False
+    covers: tuple[Covered, ...] = ()
 
 
 def read_label(local: str | None) -> Label | None:

@@ -65,15 +65,10 @@ class Build:
     archs: ArchList
     covers: tuple[Cell, ...]
     minutes: float
+    distribution: str  # the wheel's own name: the package's, or its per-CUDA one (spconv-cu130)
     python_abi: PythonAbi = "cpython"
     python_floor: str | None = None  # the floor an abi3 / none tag carries; None: `python`
     requires: tuple[str, ...] = ()  # ids of the farm_requires builds serving its cells
-    distribution: str | None = None  # the wheel's own name where it is per CUDA (spconv-cu130)
-
-    @property
-    def dist(self) -> str:
-        """The distribution its wheel names: the package's, or its per-CUDA name."""
-        return self.distribution or self.package
 
     @property
     def torch_minor(self) -> str | None:
@@ -98,7 +93,7 @@ class Build:
     def id(self) -> str:
         """Stable identifier, e.g. 'flash-attn-2.8.3-cu130torch2.14-cp312-linux_x86_64': the
         wheel's own name, version and tags, as `build_id_from_wheel` reads them back."""
-        return f"{self.dist}-{self.version}-{self.label}-{self.python_tag}-{self.platform}"
+        return f"{self.distribution}-{self.version}-{self.label}-{self.python_tag}-{self.platform}"
 
     @property
     def group_id(self) -> str:
@@ -108,7 +103,7 @@ class Build:
         torch ABI) is a group of its own."""
         if self.abi != "cpython":
             return self.id
-        return f"{self.dist}-{self.version}-{self.label}-{self.platform}"
+        return f"{self.distribution}-{self.version}-{self.label}-{self.platform}"
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,12 @@ import sys
 import threading
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 USAGE, UNREADABLE_INDEX, WILL_NOT_RUN = 2, 3, 4
 MAX_INDEX_BYTES = 256 << 20  # packages.json of a 100,000-wheel farm is well under this
+Run = Callable[..., "subprocess.CompletedProcess[str]"]  # subprocess.run or a test's fake
 PROBE_SECONDS = 120  # importing torch can take a while on a cold disk
 MAX_DETAIL = 120  # characters of a parser's complaint shown in a message
 CELL = ("cuda", "torch", "python", "platform")  # what a wheel's `covers` must match
@@ -191,12 +192,13 @@ def _fetch(url: str, timeout: float) -> bytes:
     return got[0]
 
 
-def ask(python: str) -> dict[str, Any]:
+def ask(python: str, run: Run | None = None) -> dict[str, Any]:
     """PROBE's answer (its last line: a sitecustomize may print first) from `python`, torch or not:
     OSError or SubprocessError if it does not run, ValueError or TypeError for another answer."""
-    run = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, check=True,
-                         stdin=subprocess.DEVNULL, timeout=PROBE_SECONDS)  # fmt: skip
-    found = json.loads((run.stdout.strip().splitlines() or [""])[-1])
+    argv, runner = [python, "-c", PROBE], run or subprocess.run
+    done = runner(argv, capture_output=True, text=True, check=True, stdin=subprocess.DEVNULL,
+                  timeout=PROBE_SECONDS)  # fmt: skip
+    found = json.loads((done.stdout.strip().splitlines() or [""])[-1])
     if not isinstance(found, dict):
         raise TypeError(repr(found)[:MAX_DETAIL])
     return found
@@ -210,12 +212,12 @@ def reason(exc: BaseException) -> str:
     return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 3] + "..."
 
 
-def probe(python: str) -> dict[str, str]:
+def probe(python: str, run: Run | None = None) -> dict[str, str]:
     """The target interpreter's cell (CELL) and installed torch version (what a pin must name);
     a HelperError for one that does not run or has no CUDA build of torch."""
     fix = "give the path of a Python interpreter with torch installed, e.g. .venv/bin/python"
     try:
-        found = ask(python)
+        found = ask(python, run)
         torch, cuda = found["torch"], found["cuda"]
         if torch is not None and cuda is not None:
             major, minor = str(cuda).split(".")[:2]
@@ -284,12 +286,12 @@ def wheel_archs(wheel: Wheel) -> tuple[set[str], set[str]] | None:
     return found[0], found[1]
 
 
-def gpus() -> list[tuple[tuple[int, int], str]]:
+def gpus(run: Run | None = None) -> list[tuple[tuple[int, int], str]]:
     """(compute capability, driver version) of every GPU nvidia-smi reports; none without it."""
     query = ["nvidia-smi", "--query-gpu=compute_cap,driver_version", "--format=csv,noheader"]
     try:
-        out = subprocess.run(query, capture_output=True, text=True, check=True,
-                             stdin=subprocess.DEVNULL, timeout=30).stdout  # fmt: skip
+        out = (run or subprocess.run)(query, capture_output=True, text=True, check=True,
+                                      stdin=subprocess.DEVNULL, timeout=30).stdout  # fmt: skip
         rows = [[field.strip() for field in line.split(",")] for line in out.splitlines()]
         caps = [(cap.split("."), driver) for cap, driver in filter(any, rows)]
         found = [((int(major), int(minor)), driver) for (major, minor), driver in caps]

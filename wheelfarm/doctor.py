@@ -46,6 +46,7 @@ from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import load_facts
 from wheelfarm.scripts.wheelfarm_install import (
+    Run,
     arch_target,
     ask,
     choose,
@@ -124,11 +125,12 @@ def failed(name: str, found: str, needed: str, fix: str = "") -> Check:
     return Check(name, ok=False, found=found, needed=needed, fix=fix)
 
 
-def probe(python: str) -> Env:
+def probe(python: str, *, run: Run | None = None) -> Env:
     """What the interpreter is and which torch it has (or why none imports), from the install
-    helper's probe: doctor and install.py read one answer."""
+    helper's probe: doctor and install.py read one answer. `run` runs it (default
+    subprocess.run)."""
     try:
-        data = ask(python)
+        data = ask(python, run)
     except TypeError as exc:  # JSON, but not the probe's object
         msg = f"--python {python!r} answered the probe with {exc}"
         raise UsageError(msg) from exc
@@ -152,7 +154,7 @@ def probe(python: str) -> Env:
     )
 
 
-def gpu_and_driver() -> tuple[tuple[int, int] | None, str | None]:
+def gpu_and_driver(*, run: Run | None = None) -> tuple[tuple[int, int] | None, str | None]:
     """(compute capability, driver version) of GPU 0: NVML when installed, else the install
     helper's nvidia-smi query (one query for both tools)."""
     try:
@@ -165,7 +167,7 @@ def gpu_and_driver() -> tuple[tuple[int, int] | None, str | None]:
         return (int(major), int(minor)), str(driver)
     except Exception:  # noqa: BLE001, S110 - no NVML, no GPU or no driver: ask nvidia-smi
         pass
-    found = gpus()
+    found = gpus(run)
     return found[0] if found else (None, None)
 
 
@@ -283,7 +285,9 @@ def decode(error: str) -> tuple[str, str] | None:
     return None
 
 
-def import_check(python: str, wheel: Path | None, modules: list[str]) -> Check:
+def import_check(
+    python: str, wheel: Path | None, modules: list[str], *, run: Run | None = None
+) -> Check:
     """Import torch and the modules (from the wheel unpacked beside the interpreter's torch),
     then load each extension module the wheel's RECORD holds in a child of its own: a
     namespace package imports with a broken binary, and a crash must fail the check, not
@@ -297,24 +301,26 @@ def import_check(python: str, wheel: Path | None, modules: list[str]) -> Check:
             env = {"PYTHONPATH": tmp, "PATH": ""}
             members = loadcheck.extension_members(loadcheck.record_members(wheel))
         code = "import torch\n" + "".join(f"import {m}\n" for m in modules)
-        problem = _child(python, ["-c", code], env, ", ".join(modules))
+        problem = _child(python, ["-c", code], env, ", ".join(modules), run)
         for member in members:
             if problem is not None:
                 break
             load = ["-c", loadcheck.LOAD_PROGRAM, "torch", tmp, member]
-            problem = _child(python, load, env, f"loading {member}")
+            problem = _child(python, load, env, f"loading {member}", run)
     if problem is not None:
         return problem
     loaded = f"; loaded {len(members)} binaries" if members else ""
     return passed("import", f"imported {', '.join(modules)}{loaded}", "import succeeds")
 
 
-def _child(python: str, args: list[str], env: dict[str, str] | None, what: str) -> Check | None:
+def _child(
+    python: str, args: list[str], env: dict[str, str] | None, what: str, run: Run | None
+) -> Check | None:
     """Run one import-check child; None when it succeeded, else the failed check naming what
     it died of (exception or signal)."""
     try:
-        result = subprocess.run([python, *args], capture_output=True, text=True,
-                                timeout=PROBE_SECONDS, env=env, check=False)  # fmt: skip
+        result = (run or subprocess.run)([python, *args], capture_output=True, text=True,
+                                         timeout=PROBE_SECONDS, env=env, check=False)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         return failed("import", f"{what}: {exc!r}", "import succeeds", "")
     if result.returncode == 0:
@@ -332,13 +338,15 @@ def _modules(wheel: Path) -> list[str]:
     return sorted(t for t in tops if not t.endswith((".dist-info", ".data", ".libs")))
 
 
-def diagnose(wheel: Path, python: str, root: FarmRoot, *, gpu: bool = True) -> list[Check]:
+def diagnose(
+    wheel: Path, python: str, root: FarmRoot, *, gpu: bool = True, run: Run | None = None
+) -> list[Check]:
     """The seven checks of a wheel file against an interpreter and this machine's GPU."""
     facts = read_wheel(wheel)
-    env = probe(python)
+    env = probe(python, run=run)
     if gpu:
-        env.gpu, env.driver = gpu_and_driver()
-    return [*_checks(facts, env, root), import_check(python, wheel, _modules(wheel))]
+        env.gpu, env.driver = gpu_and_driver(run=run)
+    return [*_checks(facts, env, root), import_check(python, wheel, _modules(wheel), run=run)]
 
 
 def installed(python: str, env: Env, name: str) -> tuple[WheelFacts, list[str]]:
@@ -371,22 +379,30 @@ def _checks(facts: WheelFacts, env: Env, root: FarmRoot) -> list[Check]:
             _gpu(facts, env), _driver(facts, env, root)]  # fmt: skip
 
 
-def diagnose_installed(name: str, python: str, root: FarmRoot) -> list[Check]:
+def diagnose_installed(
+    name: str, python: str, root: FarmRoot, *, run: Run | None = None
+) -> list[Check]:
     """The seven checks of an installed package in its interpreter."""
-    env = probe(python)
+    env = probe(python, run=run)
     facts, modules = installed(python, env, name)
-    env.gpu, env.driver = gpu_and_driver()
-    return [*_checks(facts, env, root), import_check(python, None, modules)]
+    env.gpu, env.driver = gpu_and_driver(run=run)
+    return [*_checks(facts, env, root), import_check(python, None, modules, run=run)]
 
 
 def diagnose_index(
-    name: str, index: str, python: str, root: FarmRoot, *, deadline: Deadline | None = None
+    name: str,
+    index: str,
+    python: str,
+    root: FarmRoot,
+    *,
+    deadline: Deadline | None = None,
+    run: Run | None = None,
 ) -> list[Check]:
     """The seven checks of the wheel a farm's index offers this interpreter, from its
     packages.json alone (nothing downloaded): it is not installed, so import fails with the
     command that installs it. `deadline` bounds reading packages.json from a server."""
-    env = probe(python)
-    env.gpu, env.driver = gpu_and_driver()
+    env = probe(python, run=run)
+    env.gpu, env.driver = gpu_and_driver(run=run)
     base = index.rstrip("/") + "/"
     entry = _pick(_index_wheels(base, deadline), canonicalize_name(name), env, base)
     try:

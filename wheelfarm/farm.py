@@ -21,8 +21,8 @@ from wheelfarm.builder.build import BuildOptions, BuildResult, expectation, run_
 from wheelfarm.builder.target import Target, resolve, resolve_group, select
 from wheelfarm.builder.toolchain import installed_cuda_tag
 from wheelfarm.builder.verify import member_differences, verify_static
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import PlanError, PublishError, UsageError, VerifyError
-from wheelfarm.core.http import sha256_file
 from wheelfarm.core.platforms import host_platform
 from wheelfarm.core.record import BuildRecord, RecordError, path_for
 from wheelfarm.core.wheelname import build_id_from_wheel, build_id_or_none
@@ -246,7 +246,7 @@ def publish_wheels(
         check_batch(wheels, expect)
     check_artifacts(matrix, expansion, wheels)
     builds = [expansion.by_id[b] for b in expect or ()]
-    tags = {b.id: version_tag(b.dist, b.version) for b in builds}
+    tags = {b.id: version_tag(b.distribution, b.version) for b in builds}
     report = publish(wheels, Publisher(client), tags)
     logger.info("%d API requests, %d content-creating", client.requests_made, client.content_made)
     return report

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wheelfarm.core.errors import BuildError
-from wheelfarm.core.proc import call
+from wheelfarm.core.proc import Runner, call
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 
 if TYPE_CHECKING:  # the ninja shim imports the platforms on every run: no matrix loader for it
@@ -36,7 +36,11 @@ class RepairJob:
 
 
 def repair_with(
-    tool: Sequence[str | Path], job: RepairJob, *, env: Mapping[str, str] | None = None
+    tool: Sequence[str | Path],
+    job: RepairJob,
+    *,
+    env: Mapping[str, str] | None = None,
+    run: Runner = call,
 ) -> Path:
     """Run `tool ... -w TMP WHEEL`; move its one wheel into the job's out_dir. A failed or odd
     repair leaves nothing behind there."""
@@ -44,7 +48,7 @@ def repair_with(
     # set, else with the current time: fixed, a rebuild gives the same bytes
     stamped = {**(os.environ if env is None else env), "SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH)}
     with tempfile.TemporaryDirectory(prefix="wheelfarm-repair-") as tmp:
-        call([*tool, "-w", tmp, job.wheel], env=stamped, log=job.log)
+        run([*tool, "-w", tmp, job.wheel], env=stamped, log=job.log)
         made = list(Path(tmp).glob("*.whl"))
         if len(made) != 1:
             msg = f"repair produced {len(made)} wheels from {job.wheel.name}; log: {job.log}"

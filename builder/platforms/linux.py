@@ -17,7 +17,7 @@ from wheelfarm.builder.platforms.common import (
     empty_source,
     repair_with,
 )
-from wheelfarm.core.proc import call
+from wheelfarm.core.proc import Runner, call
 
 # cudafe++ hashes the real path of a .cu file into every symbol name it makes for the file (the
 # module id), so a cold compile in another work folder gives other bytes; nvcc has no prefix map
@@ -122,6 +122,9 @@ class Linux:
     rewrites_arguments = True
     fixed_compiler = None
 
+    def __init__(self, run: Runner = call) -> None:
+        self.run = run  # what runs its tools (the compiler, the repair tool, ninja)
+
     def venv_python(self, venv: Path) -> Path:
         return venv / "bin/python"
 
@@ -171,7 +174,7 @@ class Linux:
         path = env.get("PATH")
         cc = shutil.which("cc", path=path) or shutil.which("gcc", path=path) or "cc"
         obj = work / "empty.o"
-        call([cc, "-c", empty_source(work), "-o", obj], env=env, cwd=work)
+        self.run([cc, "-c", empty_source(work), "-o", obj], env=env, cwd=work)
         return obj
 
     def husk_link(self, env: dict[str, str]) -> dict[str, str]:  # noqa: ARG002 - Windows needs env
@@ -188,4 +191,4 @@ class Linux:
         if job.torch_lib is not None:
             env["LD_LIBRARY_PATH"] = f"{job.torch_lib}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}"
         tool = [sys.executable, "-m", "auditwheel", "repair", "--plat", job.plat, *excludes]
-        return repair_with(tool, job, env=env)
+        return repair_with(tool, job, env=env, run=self.run)

@@ -8,7 +8,9 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wheelfarm.builder.platforms.common import (
     SHIM_MODULE,
@@ -19,10 +21,32 @@ from wheelfarm.builder.platforms.common import (
 )
 from wheelfarm.builder.wrapper import SPEC, Spec
 from wheelfarm.core.errors import BuildError
-from wheelfarm.core.proc import call
+from wheelfarm.core.label import cuda_version
+from wheelfarm.core.platforms import os_of
+from wheelfarm.core.proc import Runner, call
+
+if TYPE_CHECKING:
+    from wheelfarm.matrix.expand import Build
+    from wheelfarm.matrix.model import Matrix
 
 # delvewheel's last line when a DLL is neither excluded nor on PATH (delvewheel/_dll_utils.py)
 _UNFOUND = re.compile(r"^FileNotFoundError: Unable to find library: (\S+)$", re.MULTILINE)
+
+
+def msvc_nvcc_flags(matrix: Matrix, build: Build) -> tuple[str, ...]:
+    """A Windows build's farm-wide nvcc flags for its CUDA major (compat.yaml's
+    msvc_nvcc_flags: /Zc:preprocessor for CCCL 3); none for another OS's build."""
+    if os_of(build.platform) != "windows":
+        return ()
+    return matrix.facts.compat.msvc_nvcc_flags.get(str(cuda_version(build.cuda).major), ())
+
+
+def append_nvcc_flags(env: Mapping[str, str], flags: tuple[str, ...]) -> dict[str, str]:
+    """NVCC_APPEND_FLAGS with `flags` after any value already set (none: no change); a
+    package's own env, applied later, still has the last word."""
+    if not flags:
+        return {}
+    return {"NVCC_APPEND_FLAGS": " ".join(filter(None, [env.get("NVCC_APPEND_FLAGS"), *flags]))}
 
 
 def _launchers(bin_dir: Path, entries: tuple[str, ...]) -> None:
@@ -41,6 +65,9 @@ class Windows:
     fakes_driver = False  # nvcuda.dll loads at run time; wheels link the toolkit's import library
     rewrites_arguments = True  # builder/wrapper.py, as cl.exe and PYTORCH_NVCC
     fixed_compiler = "msvc (from vcvars; checked by nvcc)"
+
+    def __init__(self, run: Runner = call) -> None:
+        self.run = run  # what runs its tools (the compiler, the repair tool, ninja)
 
     def venv_python(self, venv: Path) -> Path:
         return venv / "Scripts/python.exe"
@@ -98,7 +125,8 @@ class Windows:
         """Made by MSVC's real cl, which NVCC_CCBIN names past the ccache masquerade."""
         cl = env.get("NVCC_CCBIN") or shutil.which("cl.exe", path=env.get("PATH"))
         obj = work / "empty.obj"
-        call([cl or "cl.exe", "/nologo", "/c", empty_source(work), f"/Fo{obj}"], env=env, cwd=work)
+        argv: list[str | Path] = [cl or "cl.exe", "/nologo", "/c", empty_source(work), f"/Fo{obj}"]
+        self.run(argv, env=env, cwd=work)
         return obj
 
     def husk_link(self, env: dict[str, str]) -> dict[str, str]:
@@ -108,7 +136,7 @@ class Windows:
     def pass_through(self, real: str, argv: list[str]) -> int:
         """Windows has no exec: run it and pass its status on."""
         try:
-            call([real, *argv])
+            self.run([real, *argv])
         except BuildError:
             return 1
         return 0
@@ -127,7 +155,7 @@ class Windows:
         tool = [sys.executable, "-m", "delvewheel", "repair", "--no-mangle-all",
                 *excludes, *add_path]  # fmt: skip
         try:
-            return repair_with(tool, job)
+            return repair_with(tool, job, run=self.run)
         except BuildError as exc:
             log = job.log.read_text(encoding="utf-8", errors="replace") if job.log.is_file() else ""
             missing = _UNFOUND.findall(log)

@@ -190,7 +190,7 @@ def every_feature(farm: Farm) -> dict[str, str]:
         out = {f"abi:{b.abi}", f"platform:{b.platform}"}
         out |= {f"arch:{a.variant}" for a in b.archs.archs if a.variant}
         out |= {"arch:+PTX"} if any(a.ptx for a in b.archs.archs) else set()
-        out |= {"distribution"} if b.dist != b.package else set()
+        out |= {"distribution"} if b.distribution != b.package else set()
         out |= {"farm_requires"} if b.requires else set()
         out |= {"split"} if b.id in split else set()
         out |= {"one_arch_per_binary"} if packages[b.package].one_arch_per_binary else set()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
-from wheelfarm.core.http import sha256_file
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.wheelfile import dist_info, write_wheel
 
 from .conftest import DemoBuild, fresh_venv, pip, wheelfarm

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from packaging.utils import parse_wheel_filename
 
-from wheelfarm.builder.build import install_farm_wheel
+from wheelfarm.builder.importcheck import install_farm_wheel
 from wheelfarm.builder.target import FarmWheel
 from wheelfarm.core.errors import VerifyError
 from wheelfarm.core.wheelname import build_id_from_wheel

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.roots import REPO
-from wheelfarm.core.http import sha256_file
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.index.serve import served
 
 from .conftest import wheelfarm

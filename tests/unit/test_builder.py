@@ -9,6 +9,7 @@ import pytest
 from packaging.version import Version
 
 from tests.roots import REPO
+from tests.runner import Recorder
 from wheelfarm.builder import toolchain
 from wheelfarm.builder.binary import FATBIN_MAGIC, parse_fatbin
 from wheelfarm.builder.build import compile_env, max_jobs
@@ -74,13 +75,14 @@ def test_nvcc_version_garbage_is_a_clear_error() -> None:
 def test_host_compiler_check(
     monkeypatch: pytest.MonkeyPatch, cuda: str, gcc: str, ok: bool
 ) -> None:
-    monkeypatch.setattr(toolchain, "call", lambda *a, **k: gcc + "\n")
+    run = Recorder(lambda argv: gcc + "\n")
     limit = gcc_max(REPO, Version(cuda))  # compat.yaml: 13 for CUDA 12.6
     if ok:
-        assert toolchain.check_compiler(Version(cuda), {}, limit) == gcc
+        assert toolchain.check_compiler(Version(cuda), {}, limit, run=run) == gcc
     else:
         with pytest.raises(ToolchainError, match=r"12.6 accepts gcc <= 13 \(compat.yaml\); set"):
-            toolchain.check_compiler(Version(cuda), {}, limit)
+            toolchain.check_compiler(Version(cuda), {}, limit, run=run)
+    assert run.commands[0] == ["c++", "--version"]
 
 
 def _wheel(tmp: Path, version: str = "1.0", headers: str = "") -> Path:
@@ -249,31 +251,29 @@ def test_check_import_installs_import_requires_and_imports_torch_only_when_prese
     """import_requires resolve with torch held at the env's own build, from its torch index
     too: nunchaku's torchvision must be the one built for that torch, not PyPI's newest (which
     would replace torch in the venv)."""
-    from wheelfarm.builder import build, envs
+    from wheelfarm.builder import envs, importcheck
 
-    installs: list[tuple[object, ...]] = []
-    codes: list[list[object]] = []
-    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
-    monkeypatch.setattr(envs, "pip_install", lambda py, *args, **k: installs.append(args))
-    monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[2:]))
-    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})  # test_driver.py covers it
+    run = _venv_runner(tmp_path)
     torch_env = None if torch_free else envs.TorchEnv(tmp_path / "torch", "2.14.1", "cu130", index)
     if torch_env is not None:
         torch_env.path.mkdir()
         (torch_env.path / ".complete").write_text('{"torch": "2.14.1+cu130", "cuda": "13.0"}')
-    wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
-    build.check_import(
+    wheel = _empty_wheel(tmp_path)
+    importcheck.check_import(
         wheel, ("pkg", "pkg._C"), torch_env, tmp_path / "venv",
-        python="python3", log=tmp_path / "log", requires=("numpy", "torchvision"),
+        python="python3", log=tmp_path / "log", requires=("numpy", "torchvision"), run=run,
     )  # fmt: skip
     pins = tmp_path / "venv-torch.txt"
-    pin: tuple[object, ...] = () if torch_free else ("--constraint", str(pins))
+    pin: list[str] = [] if torch_free else ["--constraint", str(pins)]
     if index != "pip":
-        pin += ("--extra-index-url", index)
-    assert installs == [(*pin, "--", "numpy", "torchvision"), ("--no-deps", "--no-index", wheel)]
+        pin += ["--extra-index-url", index]
+    assert _installs(run) == [
+        [*pin, "--", "numpy", "torchvision"],
+        ["--no-deps", "--no-index", str(wheel)],
+    ]
     assert torch_free or pins.read_text() == "torch==2.14.1+cu130\n"
     first = [] if torch_free else ["torch"]
-    assert codes == [[build.IMPORT_PROGRAM, *first, "pkg", "pkg._C"]]
+    assert _children(run) == [[importcheck.IMPORT_PROGRAM, *first, "pkg", "pkg._C"]]
 
 
 @pytest.mark.parametrize(
@@ -290,14 +290,14 @@ def test_windows_builds_get_compat_yamls_nvcc_flags_for_their_cuda(
     """CUDA 13's CCCL refuses MSVC's traditional preprocessor: every Windows build of a CUDA 13
     cell passes /Zc:preprocessor to nvcc's host pass (compat.yaml msvc_nvcc_flags), after the
     NVCC_APPEND_FLAGS already set; Linux and CUDA 12 builds get nothing."""
-    from wheelfarm.builder.build import msvc_nvcc_flags
+    from wheelfarm.builder.platforms.windows import append_nvcc_flags
 
     matrix = load_matrix(REPO)
     target = resolve(matrix, expand(matrix), build_id)
-    assert msvc_nvcc_flags(target, {}).get("NVCC_APPEND_FLAGS") == flags
+    assert append_nvcc_flags({}, target.nvcc_flags).get("NVCC_APPEND_FLAGS") == flags
     if flags:
         before = {"NVCC_APPEND_FLAGS": "-DX"}
-        assert msvc_nvcc_flags(target, before) == {"NVCC_APPEND_FLAGS": f"-DX {flags}"}
+        assert append_nvcc_flags(before, target.nvcc_flags) == {"NVCC_APPEND_FLAGS": f"-DX {flags}"}
 
 
 @pytest.mark.parametrize(
@@ -319,22 +319,28 @@ def test_a_failed_import_check_names_the_exception(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, child: str, code: int, named: str
 ) -> None:
     """After an 11-minute compile the line must say why the import failed, not only that it did."""
-    from wheelfarm.builder import build, envs
+    from wheelfarm.builder import importcheck
 
     log = tmp_path / "7-verify.log"
 
-    def dies(cmd: list[object], **k: object) -> None:
+    def dies(argv: list[str]) -> str:
+        if importcheck.IMPORT_PROGRAM not in argv:
+            return ""  # the venv and pip
         log.write_text(f"+ python -c ...\n{child}")
         msg = "command failed"
         raise CommandFailedError(msg, code)
 
-    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
-    monkeypatch.setattr(envs, "pip_install", lambda *a, **k: None)
-    monkeypatch.setattr(build, "call", dies)
-    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})
-    wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
+    wheel = _empty_wheel(tmp_path)
     with pytest.raises(VerifyError) as caught:
-        build.check_import(wheel, ("pkg._C",), None, tmp_path / "venv", python="python3", log=log)
+        importcheck.check_import(
+            wheel,
+            ("pkg._C",),
+            None,
+            tmp_path / "venv",
+            python="python3",
+            log=log,
+            run=Recorder(dies),
+        )
     assert caught.value.problems == [
         f"import of pkg._C failed in a fresh venv with its torch: {named}; log: {log}"
     ]
@@ -345,7 +351,7 @@ def test_the_import_check_loads_every_extension_module_in_record(
 ) -> None:
     """A namespace package imports with its .so cut to 4 KB: each binary RECORD lists is loaded
     in its own child (a crash fails that one check), vendored .so.N and .data files are not."""
-    from wheelfarm.builder import build, envs
+    from wheelfarm.builder import envs, importcheck
     from wheelfarm.core import loadcheck
 
     wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
@@ -359,18 +365,14 @@ def test_the_import_check_loads_every_extension_module_in_record(
     )
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.writestr("pkg-1.0.dist-info/RECORD", record)
-    codes: list[list[object]] = []
-    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
-    monkeypatch.setattr(envs, "pip_install", lambda *a, **k: None)
-    monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[2:]))
-    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})
+    run = _venv_runner(tmp_path)
     torch_env = envs.TorchEnv(tmp_path / "torch", "2.14.1", "cu130", "pip")
-    build.check_import(
-        wheel, ("pkg",), torch_env, tmp_path / "venv", python="python3", log=tmp_path / "l"
+    importcheck.check_import(
+        wheel, ("pkg",), torch_env, tmp_path / "venv", python="python3", log=tmp_path / "l", run=run
     )
     program = loadcheck.LOAD_PROGRAM
-    assert codes == [
-        [build.IMPORT_PROGRAM, "torch", "pkg"],
+    assert _children(run) == [
+        [importcheck.IMPORT_PROGRAM, "torch", "pkg"],
         [program, "torch", "", "pkg/ext/_C.cpython-312-x86_64-linux-gnu.so"],
         [program, "torch", "", "pkg/ops.abi3.so"],
     ]
@@ -385,20 +387,52 @@ def test_import_gpu_modules_are_imported_only_where_a_gpu_is(
 ) -> None:
     """A module that asks for the GPU at import is checked on a GPU builder, and a GPU-less
     builder says it skipped it instead of failing or dropping it silently."""
-    from wheelfarm.builder import build, envs
+    from wheelfarm.builder import importcheck
 
-    codes: list[list[object]] = []
-    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: dest / "bin" / "python")
-    monkeypatch.setattr(envs, "pip_install", lambda *a, **k: None)
-    monkeypatch.setattr(build, "call", lambda cmd, **k: codes.append(cmd[3:]))
-    monkeypatch.setattr(build.driver, "import_env", lambda *a: {})
-    monkeypatch.setattr(build.driver, "driver_loads", lambda: gpu)
-    wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
+    run = _venv_runner(tmp_path)
+    monkeypatch.setattr(importcheck.driver, "driver_loads", lambda: gpu)  # ctypes, no process
+    wheel = _empty_wheel(tmp_path)
     caplog.set_level("INFO")
-    build.check_import(
+    importcheck.check_import(
         wheel, ("pkg",), None, tmp_path / "venv",
-        python="python3", log=tmp_path / "log", gpu_imports=("pkg.cuda_ops",),
+        python="python3", log=tmp_path / "log", gpu_imports=("pkg.cuda_ops",), run=run,
     )  # fmt: skip
-    assert codes == [["pkg", "pkg.cuda_ops"] if gpu else ["pkg"]]
+    assert [c[1:] for c in _children(run)] == [["pkg", "pkg.cuda_ops"] if gpu else ["pkg"]]
     skipped = "skipped pkg.cuda_ops (import_gpu): they need a GPU, and this builder has none"
     assert (skipped in caplog.text) is not gpu
+
+
+SYSCONFIG = "import sysconfig;"  # envs asks a venv where its folders are
+
+
+def _venv_runner(tmp_path: Path) -> Recorder:
+    """A runner for the import check: venvs, pip and the children succeed, and a venv's
+    sysconfig answers with a folder under `tmp_path` (the torch env's .pth goes there)."""
+
+    def answer(argv: list[str]) -> str:
+        if argv[1:2] == ["-c"] and argv[2].startswith(SYSCONFIG):
+            folder = tmp_path / "site" / str(len(list(tmp_path.glob("site/*"))))
+            folder.mkdir(parents=True)
+            return f"{folder}\n"
+        return ""
+
+    return Recorder(answer)
+
+
+def _empty_wheel(tmp_path: Path) -> Path:
+    """A wheel with no binaries: nothing to load, no driver to stub."""
+    wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("pkg-1.0.dist-info/RECORD", "pkg-1.0.dist-info/RECORD,,\n")
+    return wheel
+
+
+def _installs(run: Recorder) -> list[list[str]]:
+    """What each `pip install` the runner saw installed (after pip's own flags)."""
+    flag = "--disable-pip-version-check"
+    return [c[c.index(flag) + 1 :] for c in run.commands if "install" in c and flag in c]
+
+
+def _children(run: Recorder) -> list[list[str]]:
+    """The import check's children: each `python -c PROGRAM ARGS...`, from PROGRAM on."""
+    return [c[2:] for c in run.commands if c[1:2] == ["-c"] and not c[2].startswith(SYSCONFIG)]

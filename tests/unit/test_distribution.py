@@ -45,7 +45,7 @@ def test_the_build_id_is_the_wheels_own_name(matrix_dir: MakeRoot) -> None:
     m = load_matrix(_root(matrix_dir))
     e = expand(m)
     base = [b for b in e.builds if b.package == "base"]
-    assert {b.dist for b in base} == {"base-cu130"}
+    assert {b.distribution for b in base} == {"base-cu130"}
     assert build_id_from_wheel(WHEEL) in e.by_id
     assert release_tag(WHEEL) == "base-cu130-v1.0.0"
     # the published wheel is the planned build: the next plan skips it

@@ -40,8 +40,7 @@ def test_without_nvml_the_gpu_comes_from_the_helpers_nvidia_smi_query(
         seen.append(command)
         return subprocess.CompletedProcess(command, 0, "12.0, 580.82.07\n8.6, 580.82.07\n", "")
 
-    monkeypatch.setattr(subprocess, "run", fake_run)
-    assert doctor.gpu_and_driver() == ((12, 0), "580.82.07")
+    assert doctor.gpu_and_driver(run=fake_run) == ((12, 0), "580.82.07")
     assert seen[0][0] == "nvidia-smi"
 
 
@@ -49,8 +48,7 @@ def test_no_nvidia_smi_is_no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     def missing(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
         raise FileNotFoundError(command[0])
 
-    monkeypatch.setattr(subprocess, "run", missing)
-    assert doctor.gpu_and_driver() == (None, None)
+    assert doctor.gpu_and_driver(run=missing) == (None, None)
 
 
 @pytest.mark.parametrize(
@@ -89,9 +87,8 @@ def test_doctor_and_the_helper_read_one_probe(
         seen.append(command)
         return answer(command, **kwargs)
 
-    monkeypatch.setattr(subprocess, "run", spy)
-    mine = helper.probe("python3.12")
-    env = doctor.probe("python3.12")
+    mine = helper.probe("python3.12", spy)
+    env = doctor.probe("python3.12", run=spy)
     assert seen == [["python3.12", "-c", helper.PROBE]] * 2
     assert {k: mine[k] for k in helper.CELL} == doctor.cell(env)
     assert mine["torch_version"] == TORCH and str(env.torch) == f"{TORCH}+cu130"
@@ -159,9 +156,8 @@ def test_an_interpreter_that_does_not_answer_is_a_usage_error(
     def run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(command, 0, stdout, "")
 
-    monkeypatch.setattr(subprocess, "run", run)
     with pytest.raises(UsageError, match=re.escape(message)):
-        doctor.probe("python")
+        doctor.probe("python", run=run)
 
 
 def test_a_missing_torch_is_an_answer_for_doctor_and_a_refusal_for_the_helper(
@@ -179,16 +175,15 @@ def test_a_missing_torch_is_an_answer_for_doctor_and_a_refusal_for_the_helper(
                  "dist": None, "glibc": "2.39", "path": [], **answers[0]}  # fmt: skip
         return subprocess.CompletedProcess(command, 0, json.dumps(found), "")
 
-    monkeypatch.setattr(subprocess, "run", run)
-    env = doctor.probe("python")
+    env = doctor.probe("python", run=run)
     assert env.torch is None and env.glibc == (2, 39) and "No module named" in str(env.torch_error)
     with pytest.raises(
         helper.HelperError, match=r"no CUDA build of torch is installed \(torch=None\)\."
     ):
-        helper.probe("python")
+        helper.probe("python", run)
     answers.pop(0)
     with pytest.raises(helper.HelperError, match=r"\(torch=None: OSError\('libcudart.so.13"):
-        helper.probe("python")
+        helper.probe("python", run)
 
 
 def test_doctor_reads_an_installed_package_from_the_interpreters_path(tmp_path: Path) -> None:

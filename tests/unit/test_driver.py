@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ghsim.synthetic import elf_with_fatbin
+from tests.runner import Recorder
 from wheelfarm.builder import driver
 from wheelfarm.builder.platforms import current
 from wheelfarm.core.wheelfile import write_wheel
@@ -28,11 +29,9 @@ def _toolkit(tmp: Path, *, stub: str | None) -> Path:
 
 
 @pytest.fixture
-def compiled(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """The compiler commands driver.py would run."""
-    commands: list[list[str]] = []
-    monkeypatch.setattr(driver, "call", lambda cmd, **k: commands.append([str(c) for c in cmd]))
-    return commands
+def compiled() -> Recorder:
+    """The runner driver.py is handed here: it records the compiler commands."""
+    return Recorder()
 
 
 def test_stub_returns_no_device_and_describes_it() -> None:
@@ -43,22 +42,22 @@ def test_stub_returns_no_device_and_describes_it() -> None:
 
 @pytest.mark.parametrize("stub", ["lib64/stubs", "lib/stubs"])
 def test_a_toolkit_with_its_own_stub_links_as_it_is(
-    tmp_path: Path, compiled: list[list[str]], stub: str
+    tmp_path: Path, compiled: Recorder, stub: str
 ) -> None:
     home = _toolkit(tmp_path, stub=stub)
-    assert driver.link_env(home, tmp_path / "work", {}, tmp_path / "log") == {}
-    assert compiled == []
+    assert driver.link_env(home, tmp_path / "work", {}, tmp_path / "log", run=compiled) == {}
+    assert compiled.commands == []
 
 
 @pytest.mark.skipif(not current().fakes_driver, reason="the driver stub is Linux only")
 def test_a_slim_toolkit_links_a_stub_of_every_name_cuda_h_gives(
-    tmp_path: Path, compiled: list[list[str]]
+    tmp_path: Path, compiled: Recorder
 ) -> None:
     home = _toolkit(tmp_path, stub=None)
     work = tmp_path / "work"
-    env = driver.link_env(home, work, {"LIBRARY_PATH": "/opt/lib"}, tmp_path / "log")
+    env = driver.link_env(home, work, {"LIBRARY_PATH": "/opt/lib"}, tmp_path / "log", run=compiled)
     assert env == {"LIBRARY_PATH": f"{work}:/opt/lib"}
-    (command,) = compiled
+    (command,) = compiled.commands
     assert command[:4] == ["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1"]
     assert command[-2] == str(work / "libcuda.so")
     source = (work / "libcuda_stub.c").read_text()
@@ -67,21 +66,21 @@ def test_a_slim_toolkit_links_a_stub_of_every_name_cuda_h_gives(
 
 
 def test_the_real_driver_always_wins(
-    tmp_path: Path, compiled: list[list[str]], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, compiled: Recorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(driver, "driver_loads", lambda: True)
     wheel = tmp_path / "missing.whl"  # not even read
-    assert driver.import_env(wheel, tmp_path / "stub", {}, tmp_path / "log") == {}
-    assert compiled == []
+    assert driver.import_env(wheel, tmp_path / "stub", {}, tmp_path / "log", run=compiled) == {}
+    assert compiled.commands == []
 
 
 def test_a_wheel_that_does_not_link_the_driver_gets_no_stub(
-    tmp_path: Path, compiled: list[list[str]], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, compiled: Recorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(driver, "driver_loads", lambda: False)
     info = "pkg-1.0.dist-info"
     wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
     write_wheel(wheel, {"pkg/_C.so": elf_with_fatbin(b""), f"{info}/METADATA": b""}, info)
     assert driver.wheel_driver_symbols(wheel) == []
-    assert driver.import_env(wheel, tmp_path / "stub", {}, tmp_path / "log") == {}
-    assert compiled == []
+    assert driver.import_env(wheel, tmp_path / "stub", {}, tmp_path / "log", run=compiled) == {}
+    assert compiled.commands == []

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.runner import Recorder
 from wheelfarm.builder import ccache, envs
 from wheelfarm.core.errors import ToolchainError
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
@@ -69,11 +70,10 @@ PROBE = "311 /usr 3.11.2 (main)"
 SITE = "lib/python3.11/site-packages"
 
 
-def _fake_pip(lib: bytes) -> Callable[..., str]:
-    """`call` for torch_env: a venv is a folder; torch's install a big library and a header."""
+def _fake_pip(lib: bytes) -> Recorder:
+    """The runner for torch_env: a venv is a folder; torch's install a big library and a header."""
 
-    def call(argv: Sequence[object], **_: object) -> str:
-        args = [str(a) for a in argv]
+    def answer(args: list[str]) -> str:
         if "venv" in args:
             site = Path(args[-1]) / SITE
             (site / "torch" / "lib").mkdir(parents=True)
@@ -84,13 +84,13 @@ def _fake_pip(lib: bytes) -> Callable[..., str]:
             return json.dumps(["2.15.0+cu132", "13.2"])
         return PROBE
 
-    return call
+    return Recorder(answer)
 
 
 def _made(tmp_path: Path, torch: str) -> envs.TorchEnv:
     return envs.torch_env(
         tmp_path, python="python3", torch=torch, cuda="cu132", index=envs.PIP_INDEX,
-        log=tmp_path / "log",
+        log=tmp_path / "log", run=_fake_pip(b"t" * (2 * MIB)),
     )  # fmt: skip
 
 
@@ -98,7 +98,6 @@ def _made(tmp_path: Path, torch: str) -> envs.TorchEnv:
 def test_envs_are_sealed_and_share_inodes_only_where_read_only_binds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, safe: bool
 ) -> None:
-    monkeypatch.setattr(envs, "call", _fake_pip(b"t" * (2 * MIB)))
     monkeypatch.setattr(envs, "links_are_safe", lambda: safe)
     first, second = _made(tmp_path, "2.15.0"), _made(tmp_path, "2.15.1")
     libs = [e.path / SITE / "torch/lib/libtorch_cuda.so" for e in (first, second)]
@@ -120,7 +119,6 @@ def test_a_write_into_a_reused_env_is_refused_naming_the_file(
 ) -> None:
     """As root (mode bits do not bind it) an in-place write succeeds, even with the mtime put
     back; the env shares no inode then, and its next reuse refuses it by its ctime and hash."""
-    monkeypatch.setattr(envs, "call", _fake_pip(b"t" * (2 * MIB)))
     monkeypatch.setattr(envs, "links_are_safe", lambda: False)
     first, second = _made(tmp_path, "2.15.0"), _made(tmp_path, "2.15.1")
     lib = second.path / SITE / "torch/lib/libtorch_cuda.so"
@@ -186,8 +184,8 @@ def test_the_fast_path_hashes_nothing_and_a_moved_ctime_is_hashed_once(
     env = _sealed(tmp_path)
     os.link(env / SITE / "torch/lib/lib.so", tmp_path / "twin.so")  # a newer env's link: ctime
     hashed: list[Path] = []
-    real = envs._sha256
-    monkeypatch.setattr(envs, "_sha256", lambda f: hashed.append(f) or real(f))
+    real = envs.sha256_file
+    monkeypatch.setattr(envs, "sha256_file", lambda f: hashed.append(f) or real(f))
     envs.check_sealed(env, envs.manifest_of(env))
     assert hashed == [env / SITE / "torch/lib/lib.so"]  # same bytes: written back
     envs.check_sealed(env, envs.manifest_of(env))
@@ -233,7 +231,6 @@ def test_a_view_of_a_folder_no_env_sealed_is_a_read_only_copy(tmp_path: Path) ->
 def test_an_env_made_before_sealing_is_sealed_on_its_next_reuse(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(envs, "call", _fake_pip(b"t" * (2 * MIB)))
     made = _made(tmp_path, "2.15.0")
     manifest = envs.manifest_of(made.path)
     manifest.unlink()

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from ghsim.synthetic import sample_record
-from wheelfarm.builder.build import install_farm_wheel
+from tests.runner import Recorder
+from wheelfarm.builder.importcheck import install_farm_wheel
 from wheelfarm.builder.target import FarmWheel, resolve, select
 from wheelfarm.core.errors import BuildError, ConfigError, VerifyError
 from wheelfarm.core.record import WheelFacts, path_for
@@ -187,26 +188,33 @@ def _house(folder: Path, data: bytes = b"the wheel", **changes: Any) -> Path:
     return wheel
 
 
+Pip = tuple[Recorder, list[tuple[str, ...]]]
+
+
 @pytest.fixture
-def pip_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """pip's argv, with the bytes of each wheel file it was given when it ran."""
+def pip() -> Pip:
+    """A runner standing in for pip, and pip's arguments after its own flags, with the bytes of
+    each wheel file it was given, read while it ran (the checked copy is gone after)."""
     calls: list[tuple[str, ...]] = []
 
-    def install(py: Path, *args: str | Path, log: Path) -> None:
-        files = [Path(a).read_bytes().decode() for a in args if str(a).endswith(".whl")]
-        calls.append((*map(str, args), *files))
+    def install(argv: list[str]) -> str:
+        args = argv[argv.index("--disable-pip-version-check") + 1 :]
+        files = [Path(a).read_bytes().decode() for a in args if a.endswith(".whl")]
+        calls.append((*args, *files))
+        return ""
 
-    monkeypatch.setattr("wheelfarm.builder.envs.pip_install", install)
-    return calls
+    return Recorder(install), calls
 
 
 def test_the_builder_installs_the_recorded_wheel_from_a_wheelhouse_or_the_index(
-    pip_calls: list[tuple[str, ...]], tmp_path: Path
+    pip: Pip, tmp_path: Path
 ) -> None:
+    run, pip_calls = pip
     house = _house(tmp_path / "house").parent
     log = tmp_path / "log"
-    install_farm_wheel(tmp_path / "py", REQUIRED, house, log=log, for_wheel="u.whl")
-    install_farm_wheel(tmp_path / "py", REQUIRED, "https://o.github.io/r/", log=log, for_wheel="u")
+    install_farm_wheel(tmp_path / "py", REQUIRED, house, log=log, for_wheel="u.whl", run=run)
+    index = "https://o.github.io/r/"
+    install_farm_wheel(tmp_path / "py", REQUIRED, index, log=log, for_wheel="u", run=run)
     assert pip_calls[0][-3] == "--no-index"
     assert Path(pip_calls[0][-2]).name == BASE_WHEEL  # the checked copy, by path: no other file
     assert Path(pip_calls[0][-2]).parent != house
@@ -231,11 +239,12 @@ def test_the_builder_installs_the_recorded_wheel_from_a_wheelhouse_or_the_index(
     ],
 )
 def test_a_wheelhouse_wheel_its_record_does_not_vouch_for_is_not_installed(
-    pip_calls: list[tuple[str, ...]], tmp_path: Path, changes: dict[str, Any], problem: str
+    tmp_path: Path, changes: dict[str, Any], problem: str
 ) -> None:
     """Issue 36: build code writes --out; a wheel with the pinned name and no record (a `.pth`
     in it runs code in the build venv), another build's record, or a stale wheel is refused
     and pip never runs."""
+    run = Recorder()
     wheel = _house(tmp_path / "house")
     if changes.pop("stale", False):
         wheel.write_bytes(b"an earlier build")
@@ -245,26 +254,30 @@ def test_a_wheelhouse_wheel_its_record_does_not_vouch_for_is_not_installed(
         path_for(wheel).write_text(sample_record(**changes).to_json())
     with pytest.raises(VerifyError) as info:
         install_farm_wheel(
-            tmp_path / "py", REQUIRED, wheel.parent, log=tmp_path / "l", for_wheel="u.whl"
+            tmp_path / "py", REQUIRED, wheel.parent, log=tmp_path / "l", for_wheel="u.whl", run=run
         )
     _, line = str(info.value).splitlines()
     assert f"{REQUIRED.pin} (farm_requires): {wheel}: {problem}" in line
     assert "nothing was installed" in line
-    assert pip_calls == []
+    assert run.commands == []
 
 
 def test_a_missing_required_wheel_is_a_verify_error_naming_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    def fail(py: Path, *args: str, log: Path) -> None:
+    def fail(argv: list[str]) -> str:
         msg = "pip failed"
         raise BuildError(msg)
 
-    monkeypatch.setattr("wheelfarm.builder.envs.pip_install", fail)
     for where in (tmp_path, "https://o.github.io/r/"):
         with pytest.raises(VerifyError) as info:
             install_farm_wheel(
-                tmp_path / "py", REQUIRED, where, log=tmp_path / "l", for_wheel="u.whl"
+                tmp_path / "py",
+                REQUIRED,
+                where,
+                log=tmp_path / "l",
+                for_wheel="u.whl",
+                run=Recorder(fail),
             )
         text = str(info.value)
         assert "base==1.0.0+cu130torch2.14 (farm_requires)" in text

@@ -16,9 +16,10 @@ from packaging.requirements import Requirement
 
 from ghsim.synthetic import sample_record
 from tests.roots import REPO
+from tests.runner import Recorder
 from tests.unit.conftest import package_yaml
 from tests.unit.test_index_owned import wheelhouse_catalog
-from wheelfarm.builder import build, envs
+from wheelfarm.builder import envs, importcheck
 from wheelfarm.core.errors import ConfigError, SiteError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.index import entries
@@ -120,31 +121,28 @@ def test_any_accepted_requirement_is_no_option_and_no_url(text: str) -> None:
 def test_the_import_check_passes_names_as_arguments_to_a_fixed_program(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    calls: list[list[object]] = []
-    monkeypatch.setattr(envs, "overlay", lambda base, dest, **k: calls.append(["venv", dest]))
-    monkeypatch.setattr(envs, "pip_install", lambda py, *args, **k: calls.append(list(args)))
-    monkeypatch.setattr(build, "call", lambda cmd, **k: calls.append(cmd))
-    monkeypatch.setattr(build.driver, "import_env", lambda *a: calls.append(["driver"]) or {})
+    run = Recorder()
     wheel = tmp_path / "pkg-1.0-cp312-cp312-linux_x86_64.whl"
     with pytest.raises(ConfigError, match=r"'os; open\(\"PWNED\".*not a dotted module name"):
-        build.check_import(
+        importcheck.check_import(
             wheel, ("pkg", 'os; open("PWNED","w")'), None, tmp_path / "v",
-            python="python3", log=tmp_path / "log",
+            python="python3", log=tmp_path / "log", run=run,
         )  # fmt: skip
-    assert calls == []  # refused before any venv, pip or python ran
+    assert run.commands == []  # refused before any venv, pip or python ran
 
 
 @pytest.mark.parametrize("requirement", HOSTILE_REQUIREMENTS[:3])
 def test_pip_never_gets_an_option_from_a_package_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, requirement: str
 ) -> None:
-    calls: list[tuple[object, ...]] = []
-    monkeypatch.setattr(envs, "call", lambda cmd, **k: calls.append(tuple(cmd)))
+    run = Recorder()
     with pytest.raises(ConfigError, match="is an option or an editable"):
-        envs.install_requirements(tmp_path / "py", ("numpy", requirement), log=tmp_path / "log")
-    envs.install_requirements(tmp_path / "py", ("numpy", "scipy>=1"), log=tmp_path / "log")
-    (argv,) = calls
-    assert argv[-3:] == ("--", "numpy", "scipy>=1")
+        envs.install_requirements(
+            tmp_path / "py", ("numpy", requirement), log=tmp_path / "log", run=run
+        )
+    envs.install_requirements(tmp_path / "py", ("numpy", "scipy>=1"), log=tmp_path / "log", run=run)
+    (argv,) = run.commands
+    assert argv[-3:] == ["--", "numpy", "scipy>=1"]
 
 
 # --- values from records, API asset objects and the site reach no path, page or command (row 4)

@@ -12,8 +12,8 @@ from packaging.version import Version
 
 from ghsim.synthetic import SAMPLE, sample_record
 from tests.roots import REPO
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import SiteError
-from wheelfarm.core.http import sha256_file
 from wheelfarm.core.label import OtherLabel
 from wheelfarm.core.record import Archs, path_for
 from wheelfarm.core.wheelfile import write_wheel

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wheelfarm.core.jsonread import JSONLimitError, depth, loads
+from wheelfarm.core.jsonread import JSONLimitError, decode, depth, loads
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
@@ -48,3 +49,25 @@ def test_round_trip(value: object) -> None:
 def test_any_bytes_read_or_refuse(data: bytes) -> None:
     with contextlib.suppress(ValueError):
         loads(data, what="x", max_depth=3)
+
+
+@dataclass(frozen=True)
+class _Row:
+    size: int
+    flag: bool = False
+    tags: tuple[str, ...] = ()
+
+
+def test_decode_checks_each_field_and_never_takes_a_boolean_for_a_number() -> None:
+    row = _Row(3, flag=True, tags=("a",))
+    assert decode(_Row, {"size": 3, "flag": True, "tags": ["a"]}, what="f") == row
+    with pytest.raises(ValueError, match=r"^f: size should be an integer, not a boolean$"):
+        decode(_Row, {"size": True}, what="f")
+    with pytest.raises(ValueError, match=r"^f: tags\[1\] should be a string, not null$"):
+        decode(_Row, {"size": 1, "tags": ["a", None]}, what="f")
+
+
+def test_decode_refuses_an_unknown_key_unless_told_to_pass_over_it() -> None:
+    with pytest.raises(ValueError, match=r"^f: the row has an unknown key 'name'$"):
+        decode(_Row, {"size": 1, "name": "x"}, what="f", whole="the row")
+    assert decode(_Row, {"size": 1, "name": "x"}, what="f", extra_keys=True) == _Row(1)

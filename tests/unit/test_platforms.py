@@ -10,20 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.runner import Recorder
 from wheelfarm.builder import driver, envs, shard, toolchain
 from wheelfarm.builder.platforms import LINUX, REPAIRERS, WINDOWS, current, for_os, linux, windows
 from wheelfarm.core.errors import BuildError
 
-Recorded = list[list[str]]
-
 
 @pytest.fixture
-def ran(monkeypatch: pytest.MonkeyPatch) -> Recorded:
-    """The commands both platforms would run."""
-    commands: Recorded = []
-    for module in (linux, windows):
-        monkeypatch.setattr(module, "call", lambda argv, **_: commands.append(list(map(str, argv))))
-    return commands
+def ran() -> Recorder:
+    """The runner both platforms are made with here: it records their commands."""
+    return Recorder()
 
 
 def test_the_platform_is_chosen_from_sys_platform() -> None:
@@ -52,17 +48,17 @@ def test_paths_names_and_compile_variables_differ_per_os(tmp_path: Path) -> None
     assert LINUX.fixed_compiler is None
 
 
-def test_each_makes_its_empty_object_with_its_host_compiler(tmp_path: Path, ran: Recorded) -> None:
-    obj = WINDOWS.empty_object({"NVCC_CCBIN": "C:/msvc/cl.exe", "PATH": ""}, tmp_path)
+def test_each_makes_its_empty_object_with_its_host_compiler(tmp_path: Path, ran: Recorder) -> None:
+    obj = windows.Windows(ran).empty_object({"NVCC_CCBIN": "C:/msvc/cl.exe", "PATH": ""}, tmp_path)
     assert obj == tmp_path / "empty.obj"
     src = str(tmp_path / "empty.c")
-    assert ran.pop() == ["C:/msvc/cl.exe", "/nologo", "/c", src, f"/Fo{obj}"]
+    assert ran.commands.pop() == ["C:/msvc/cl.exe", "/nologo", "/c", src, f"/Fo{obj}"]
     cc = tmp_path / "bin" / "cc"
     cc.parent.mkdir()
     cc.write_text("")
     cc.chmod(0o755)
-    assert LINUX.empty_object({"PATH": str(cc.parent)}, tmp_path) == tmp_path / "empty.o"
-    assert ran.pop() == [str(cc), "-c", src, "-o", str(tmp_path / "empty.o")]
+    assert linux.Linux(ran).empty_object({"PATH": str(cc.parent)}, tmp_path) == tmp_path / "empty.o"
+    assert ran.commands.pop() == [str(cc), "-c", src, "-o", str(tmp_path / "empty.o")]
     assert (tmp_path / "empty.c").read_text().startswith("/* stub object")
 
 
@@ -77,36 +73,31 @@ def test_each_ninja_shim_runs_the_shard_module(tmp_path: Path) -> None:
 def test_windows_passes_a_non_build_ninja_call_on_by_its_status(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    calls: Recorded = []
-
-    def fail(argv: list[str], **_: object) -> str:
-        calls.append(argv)
+    def fail(argv: list[str]) -> str:
         msg = "ninja: error"
         raise BuildError(msg)
 
-    monkeypatch.setattr(windows, "call", fail)
-    monkeypatch.setattr(shard, "current", lambda: WINDOWS)
+    failing = Recorder(fail)
     monkeypatch.setenv("WHEELFARM_REAL_NINJA", "C:/tools/ninja.exe")
-    assert shard.shim_main(["-t", "compdb"]) == 1
-    assert calls == [["C:/tools/ninja.exe", "-t", "compdb"]]
-    monkeypatch.setattr(windows, "call", lambda argv, **_: "")
-    assert shard.shim_main(["--version"]) == 0
+    assert shard.shim_main(["-t", "compdb"], platform=windows.Windows(failing)) == 1
+    assert failing.commands == [["C:/tools/ninja.exe", "-t", "compdb"]]
+    assert shard.shim_main(["--version"], platform=windows.Windows(Recorder())) == 0
 
 
 def test_a_windows_compile_shard_links_its_husk_unresolved(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ran: Recorded
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ran: Recorder
 ) -> None:
     ninja = tmp_path / "tools" / "ninja"
     ninja.parent.mkdir()
     ninja.write_text("")
     ninja.chmod(0o755)
-    monkeypatch.setattr(shard, "current", lambda: WINDOWS)
+    monkeypatch.setattr(shard, "current", lambda: windows.Windows(ran))
     env = {"PATH": str(ninja.parent), "NVCC_CCBIN": "cl.exe", "LINK": "/DEBUG"}
     out = shard.prepare(env, shard.Split(shard=1, count=2), src=tmp_path, work=tmp_path)
     assert out["LINK"] == "/DEBUG /FORCE:UNRESOLVED"
     assert out["PATH"].split(os.pathsep)[0] == str(tmp_path / "split" / "bin")
     assert out["WHEELFARM_EMPTY_OBJECT"] == str(tmp_path / "split" / "empty.obj")
-    assert ran[0][:3] == ["cl.exe", "/nologo", "/c"]
+    assert ran.commands[0][:3] == ["cl.exe", "/nologo", "/c"]
 
 
 def test_the_builder_modules_ask_the_platform(

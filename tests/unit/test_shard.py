@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.roots import REPO
+from tests.runner import Recorder
 from wheelfarm.builder import shard
 from wheelfarm.builder.shard import Split
 from wheelfarm.core.errors import BuildError, UsageError
@@ -75,15 +76,15 @@ def test_shim_builds_its_share_and_stubs_the_rest(
     (build / "build.ninja").write_text(_ninja(root, build))
     empty = tmp_path / "empty.o"
     empty.write_bytes(b"\x7fELF stub")
-    ran: list[list[str]] = []
-    monkeypatch.setattr(shard, "call", lambda argv, **_: ran.append([str(a) for a in argv]))
+    run = Recorder()
     monkeypatch.setenv("WHEELFARM_REAL_NINJA", "/usr/bin/ninja")
     monkeypatch.setenv("WHEELFARM_SHARD", "2/3")
     monkeypatch.setenv("WHEELFARM_SHARD_ROOT", str(root))
     monkeypatch.setenv("WHEELFARM_EMPTY_OBJECT", str(empty))
     monkeypatch.setenv("WHEELFARM_SHARD_MANIFEST", str(tmp_path / "manifest.jsonl"))
     monkeypatch.chdir(build)
-    assert shard.shim_main(["-v", "-j", "2"]) == 0
+    assert shard.shim_main(["-v", "-j", "2"], run=run) == 0
+    ran = run.commands
     mine = [s for s in SOURCES if shard.owner(s, 3) == 1]
     assert ran[0][:6] == ["/usr/bin/ninja", "-C", str(build), "-f", "build.ninja", "-v"]
     assert sorted(ran[0][8:]) == sorted(f"{build}/{s}.o" for s in mine)

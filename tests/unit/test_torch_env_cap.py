@@ -11,12 +11,12 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
 from tests.roots import REPO
+from tests.runner import Recorder
 from wheelfarm.builder import envs
 from wheelfarm.core.errors import PlanError
 from wheelfarm.farm import TargetQuery, choose_target
@@ -31,22 +31,22 @@ TAG = "cp311-" + hashlib.sha256(b"/usr 3.11.2 (main)").hexdigest()[:8]
 def test_only_the_torch_install_sets_the_constraints_aside(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[tuple[list[str], Mapping[str, str] | None]] = []
-
-    def call(argv: Sequence[object], *, env: Mapping[str, str] | None = None, **_: object) -> str:
-        args = [str(a) for a in argv]
-        calls.append((args, env))
+    def answer(args: list[str]) -> str:
         if "venv" in args:
             Path(args[-1]).mkdir(parents=True)
         if args[-1].startswith("import json, torch"):
             return json.dumps(["2.15.0+cu132", "13.2"])
         return PROBE
 
-    monkeypatch.setattr(envs, "call", call)
+    run = Recorder(answer)
     monkeypatch.setenv("PIP_CONSTRAINT", "/etc/xdg/pip/constraints.txt")
     made = envs.torch_env(
-        tmp_path, python="python3", torch="2.15.0", cuda="cu132", index=envs.PIP_INDEX, log=tmp_path / "log"
+        tmp_path, python="python3", torch="2.15.0", cuda="cu132", index=envs.PIP_INDEX, log=tmp_path / "log",
+        run=run,
     )  # fmt: skip
+    calls = [
+        (args, options["env"]) for args, options in zip(run.commands, run.options, strict=True)
+    ]
     assert made.path == tmp_path / "envs" / f"torch2.15.0-cu132-{TAG}"
     installs = {
         next(a for a in args if "==" in a or ">=" in a): env
@@ -107,8 +107,7 @@ def test_a_second_build_waits_for_the_env_another_is_making_and_reuses_it(
     installs: list[str] = []
     entered, release = threading.Event(), threading.Event()
 
-    def call(argv: Sequence[object], **_: object) -> str:
-        args = [str(a) for a in argv]
+    def answer(args: list[str]) -> str:
         if "venv" in args:
             Path(args[-1]).mkdir(parents=True)
         if "install" in args and "torch==2.14.1" in args:
@@ -119,9 +118,9 @@ def test_a_second_build_waits_for_the_env_another_is_making_and_reuses_it(
             return json.dumps(["2.14.1+cu130", "13.0"])
         return PROBE
 
-    monkeypatch.setattr(envs, "call", call)
     make = functools.partial(envs.torch_env, tmp_path, python="python3", torch="2.14.1",
-                             cuda="cu130", index=envs.PIP_INDEX, log=tmp_path / "log")  # fmt: skip
+                             cuda="cu130", index=envs.PIP_INDEX, log=tmp_path / "log",
+                             run=Recorder(answer))  # fmt: skip
     made: list[Path] = []
     first = threading.Thread(target=lambda: made.append(make().path))
     first.start()

@@ -30,8 +30,8 @@ import pytest
 
 from tests.roots import REPO
 from wheelfarm.builder import ccache
-from wheelfarm.builder.build import msvc_nvcc_flags
 from wheelfarm.builder.platforms import WINDOWS
+from wheelfarm.builder.platforms.windows import append_nvcc_flags
 from wheelfarm.builder.target import resolve
 from wheelfarm.builder.wrapper import SPEC, Spec, command
 from wheelfarm.matrix.expand import expand
@@ -77,7 +77,7 @@ def _exe(path: Path) -> Path:
 @pytest.fixture
 def farm_env(tmp_path: Path) -> dict[str, str]:
     """The environment a cu130 Windows build compiles in: vcvars' variables, the toolkit, ccache
-    and MSVC's cl.exe on PATH, then the farm's compile_env, msvc_nvcc_flags and shims."""
+    and MSVC's cl.exe on PATH, then the farm's compile_env, the target's nvcc_flags and shims."""
     _exe(tmp_path / "tools" / "ccache")
     _exe(tmp_path / "msvc" / "cl.exe")
     _exe(tmp_path / "cuda" / "bin" / "nvcc.exe")
@@ -89,7 +89,7 @@ def farm_env(tmp_path: Path) -> dict[str, str]:
     env.update(WINDOWS.compile_env(env, tmp_path))
     matrix = load_matrix(REPO)
     target = resolve(matrix, expand(matrix), "pytorch3d-0.7.9-cu130torch2.14-cp312-win_amd64")
-    env.update(msvc_nvcc_flags(target, env))
+    env.update(append_nvcc_flags(env, target.nvcc_flags))
     torch = tmp_path / "env" / "Lib" / "site-packages" / "torch" / "include"
     (torch / "torch").mkdir(parents=True)
     return ccache.wrap_compilers(

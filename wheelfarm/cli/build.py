@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wheelfarm.cli import common
-from wheelfarm.core.errors import UsageError, WheelfarmError
+from wheelfarm.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from wheelfarm.builder.build import BuildOptions
+    from wheelfarm.builder.build import BuildResult, ShardResult
     from wheelfarm.builder.shard import Split
-    from wheelfarm.builder.target import Target
 
 logger = logging.getLogger("wheelfarm")
 
@@ -56,6 +55,7 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
+    from wheelfarm.builder.group import build_group
     from wheelfarm.farm import choose_targets
 
     matrix, expansion = common.grid(args)
@@ -69,46 +69,19 @@ def execute(args: argparse.Namespace) -> int:
     )
     pythons = (args.pythons or "").replace(",", " ").split()
     targets = choose_targets(matrix, expansion, query, pythons)
-    failed: list[tuple[Target, WheelfarmError]] = []
-    for target in targets:
-        try:
-            _build(target, opts)
-        except WheelfarmError as exc:  # noqa: PERF203 - a failed Python must not stop the rest
-            if len(targets) == 1:
-                raise
-            # the group's other Pythons still build: their wheels are kept and published
-            logger.error("%s failed: %s", target.id, exc)  # noqa: TRY400 - one line per build
-            failed.append((target, exc))
-    if failed:
-        names = ", ".join(t.build.python for t, _ in failed)
-        logger.error(
-            "%d of %d Pythons failed (%s); the others' wheels are in %s",
-            len(failed),
-            len(targets),
-            names,
-            opts.out_dir,
-        )
-        raise failed[0][1]
+    build_group(targets, opts, _report)
     return 0
 
 
-def _build(target: Target, opts: BuildOptions) -> None:
-    """One target: a wheel (its path printed), or a compile shard (its summary printed)."""
-    from wheelfarm.builder.build import run_build, run_shard
+def _report(result: BuildResult | ShardResult) -> None:
+    """A wheel's path, or a compile shard's summary, printed as it is made (CI reads them)."""
+    from wheelfarm.builder.build import ShardResult
 
-    b = target.build
-    logger.info(
-        "building %s (archs %s, %s)",
-        target.id,
-        b.archs.torch or "none: no device code",
-        f"torch {b.torch}" if b.torch else "no torch",
-    )
-    if opts.split is not None and opts.split.is_shard:
-        shard = run_shard(target, opts)
-        logger.info("compiled %s in %.1fs", shard.summary.name, sum(shard.durations.values()))
-        print(shard.summary)
+    if isinstance(result, ShardResult):
+        total = sum(result.durations.values())
+        logger.info("compiled %s in %.1fs", result.summary.name, total)
+        print(result.summary)
         return
-    result = run_build(target, opts)
     total = sum(result.durations.values())
     logger.info("built %s in %.1fs; record %s", result.wheel, total, result.record.name)
     print(result.wheel)

@@ -287,14 +287,14 @@ def client(
     command; without it, --deadline-minutes when given, else the command's default) and
     publish's --deadline-minutes (its rate-limit waits, on GitHub's scaled clock)."""
     from wheelfarm.core.http import Deadline
-    from wheelfarm.github.client import GitHubClient
+    from wheelfarm.github.client import GitHubClient, time_scale
 
-    github = GitHubClient(repo, api=args.api, uploads=uploads)
-    if args.timeout is None and deadline_minutes is not None:
-        github.deadline = Deadline.after(deadline_minutes * 60, what="--deadline-minutes")
-    else:
-        github.deadline = deadline(args)
+    scale = time_scale()
+    limit, budget = deadline(args), None
     if deadline_minutes is not None:
-        budget = deadline_minutes * 60 / github.scale
-        github.budget = Deadline.after(budget, what="--deadline-minutes")
-    return github
+        what = "--deadline-minutes"
+        limit = Deadline.after(deadline_minutes * 60, what=what) if args.timeout is None else limit
+        budget = Deadline.after(deadline_minutes * 60 / scale, what=what)
+    return GitHubClient(
+        repo, api=args.api, uploads=uploads, deadline=limit, budget=budget, scale=scale
+    )

@@ -39,7 +39,8 @@ def execute(args: argparse.Namespace) -> int:
     opts = common.build_options(args, local=True, out=args.store)
     result = local_farm(matrix, expansion, target, opts, site=args.site, title=args.title)
     build = target.build
-    name = target.package.display_name if build.dist == target.package.name else build.dist
+    name = build.distribution
+    name = target.package.display_name if name == target.package.name else name
     cuda = build.cuda
     commands = install_commands(name, f"{build.version}+{build.label}", result.index_url)
     print(commands.pip)

@@ -10,7 +10,6 @@ byte every few seconds is cut off when the command's deadline passes, not when i
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -24,6 +23,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import NetworkError
 
 RETRIES = 4
@@ -234,14 +234,6 @@ def request(
 ) -> requests.Response:
     """Send and check: the response for 2xx/3xx, NetworkError otherwise."""
     return check(method, url, send(session, method, url, **kwargs))
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def download(

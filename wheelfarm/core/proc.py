@@ -1,5 +1,9 @@
 """Every subprocess goes through `call`: it logs the command, resolves the executable and turns
-a missing tool or a failure into a domain error that names the log."""
+a missing tool or a failure into a domain error that names the log.
+
+Code that runs tools takes a `Runner` (default `call`) as a parameter, as pypa/build's
+ProjectBuilder takes its subprocess runner: a test hands it a recording fake
+(tests/runner.py) instead of patching this module or subprocess."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 import psutil
 
@@ -28,6 +32,24 @@ class CommandFailedError(BuildError):
     def __init__(self, message: str, returncode: int) -> None:
         super().__init__(message)
         self.returncode = returncode
+
+
+class Runner(Protocol):
+    """What runs a command: `call`'s signature (and its errors); `call` is the real one."""
+
+    def __call__(
+        self,
+        args: Sequence[str | os.PathLike[str]],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        log: Path | None = None,
+        capture: bool = False,
+        heartbeat: float | None = None,
+        deadline: float | None = None,
+    ) -> str:
+        """Run `args`; return what it wrote to stdout when `capture`, else ""."""
+        ...
 
 
 def which(name: str, path: str | None = None) -> str:

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from wheelfarm.core import jsonread
 
@@ -26,8 +24,6 @@ SUFFIX = ".build.json"
 VERSION = 2
 MAX_BYTES = 16 << 20  # a record is a few kB; its environment is the largest part
 _V1_TIMING = ("created", "steps_seconds", "ccache")
-_SHOWN = 60  # characters of a hostile key an error quotes
-_T = TypeVar("_T")
 
 
 class RecordError(ValueError):
@@ -164,18 +160,18 @@ class BuildRecord:
     def from_object(cls, data: object, *, what: str) -> BuildRecord:
         """A decoded JSON value as a record (version 1 migrated); RecordError names `what`."""
         if not isinstance(data, dict):
-            msg = f"{what}: not a build record (a JSON object), got {_kind(data)}"
+            msg = f"{what}: not a build record (a JSON object), got {jsonread.kind_of(data)}"
             raise RecordError(msg)
         version = data.get("version")
         if version == 1:
             data = _from_v1(data)
         elif version != VERSION:
             msg = (
-                f"{what}: build record version {_shown(version)}; this wheelfarm reads "
+                f"{what}: build record version {jsonread.shown(version)}; this wheelfarm reads "
                 f"versions 1 to {VERSION} (a newer one wrote it?)"
             )
             raise RecordError(msg)
-        return decode(cls, data, what=what)
+        return jsonread.decode(cls, data, what=what, whole="the record", error=RecordError)
 
     @classmethod
     def from_json(cls, data: str | bytes, *, what: str) -> BuildRecord:
@@ -216,78 +212,3 @@ def _from_v1(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("source"), dict):
         out["source"] = {"subdir": None, **out["source"]}
     return {**out, "version": VERSION, "options": None}
-
-
-def decode(cls: type[_T], data: object, *, what: str) -> _T:
-    """`data` (decoded JSON) as the record dataclass `cls`, every field's type checked."""
-    return typing.cast("_T", _value(cls, data, what, ""))
-
-
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _value(hint: Any, value: object, what: str, at: str) -> object:  # noqa: ANN401 - a type
-    """`value` checked against the type `hint`, containers rebuilt; RecordError at `at`."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        (inner,) = (a for a in args if a is not type(None))
-        return _value(inner, value, what, at)
-    if dataclasses.is_dataclass(hint):
-        return _dataclass(typing.cast("type", hint), value, what, at)
-    if origin is tuple:
-        items = _expect(value, list, "a list", what, at)
-        return tuple(_value(args[0], v, what, f"{at}[{i}]") for i, v in enumerate(items))
-    if origin is Mapping:
-        obj = _expect(value, dict, "an object", what, at)
-        return {k: _value(args[1], v, what, f"{at}[{_shown(k)}]") for k, v in obj.items()}
-    return _scalar(hint, value, what, at)
-
-
-def _scalar(hint: type, value: object, what: str, at: str) -> object:
-    """A string, an integer or a number (an integer read as one), never a boolean."""
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    names = {str: "a string", int: "an integer", float: "a number"}
-    return _expect(value, hint, names[hint], what, at)
-
-
-def _dataclass(cls: type, value: object, what: str, at: str) -> object:
-    obj = _expect(value, dict, "an object", what, at)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(obj) - set(fields))
-    if unknown:
-        msg = f"{what}: {at or 'the record'} has an unknown key {_shown(unknown[0])}"
-        raise RecordError(msg)
-    hints, kwargs = _hints(cls), {}
-    for name, field in fields.items():
-        where = f"{at}.{name}" if at else name
-        if name in obj:
-            kwargs[name] = _value(hints[name], obj[name], what, where)
-        elif field.default is dataclasses.MISSING:
-            msg = f"{what}: {where} is missing"
-            raise RecordError(msg)
-    return cls(**kwargs)
-
-
-def _expect(value: object, kind: type[_T], named: str, what: str, at: str) -> _T:
-    if isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool):
-        return value
-    msg = f"{what}: {at or 'the record'} should be {named}, not {_kind(value)}"
-    raise RecordError(msg)
-
-
-def _kind(value: object) -> str:
-    """A JSON value's kind, never its content (which may be hostile)."""
-    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
-    kinds |= {int: "an integer", float: "a number", type(None): "null"}
-    return kinds.get(type(value), type(value).__name__)
-
-
-def _shown(value: object) -> str:
-    """A hostile key or value quoted for a one-line message: escaped and cut short."""
-    text = ascii(value)
-    return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}..."

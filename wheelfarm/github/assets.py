@@ -13,8 +13,8 @@ from typing import Any
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import PublishError
-from wheelfarm.core.http import sha256_file
 from wheelfarm.core.wheelfile import parse_metadata, read_metadata_bytes
 
 MAX_ASSET_BYTES = 2 * 1024**3  # release assets must be smaller than 2 GiB
