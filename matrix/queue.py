@@ -7,8 +7,10 @@ group's compile shards and link, a farm_requires producer and its consumer). The
 are cut into shards of about `pool.shard_hours` of predicted work; a lane runs one shard's jobs
 in turn, then takes the next shard, so no lane waits while a job is left. A consumer of farm
 wheels runs in its producer's shard, right after it, and takes the producer's wheels from the
-run's own artifacts. A run plans only the shards its lanes finish within `pool.run_days`; the
-next run plans the rest from what the Releases then hold. Pure: reads nothing but its arguments.
+run's own artifacts. A run plans only the shards its lanes finish within `pool.run_days`, its
+last hours filled with later shards that still end in time; the next run plans the rest from
+what the Releases then hold, and the pass's last run takes its longest shards first. Pure:
+reads nothing but its arguments.
 """
 
 from __future__ import annotations
