@@ -7,18 +7,21 @@ group's compile shards and link, a farm_requires producer and its consumer). The
 are cut into shards of about `pool.shard_hours` of predicted work; a lane runs one shard's jobs
 in turn, then takes the next shard, so no lane waits while a job is left. A consumer of farm
 wheels runs in its producer's shard, right after it, and takes the producer's wheels from the
-run's own artifacts. A run plans only the shards its lanes finish within `pool.run_days`; the
-next run plans the rest from what the Releases then hold. Pure: reads nothing but its arguments.
+run's own artifacts. A run plans only the shards its lanes finish within `pool.run_days`, its
+last hours filled with later shards that still end in time; the next run plans the rest from
+what the Releases then hold, and the pass's last run takes its longest shards first. Pure:
+reads nothing but its arguments.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 from packaging.version import Version
 
@@ -138,18 +141,20 @@ def cut_shards(
     max_jobs: int,
     after: dict[str, str],
     tiers: dict[str, int],
+    per_run: Callable[[list[list[G]]], int] = len,
 ) -> list[list[G]]:
     """The ordered groups in shards of one tier each, each at most `max_jobs` jobs. Tier 1's
     shards hold its work spread over every lane (at most `shard_hours`), so that it all starts
-    at once; later tiers' hold `shard_hours`, more where the run would pass MAX_SHARDS. A
-    longer group is a shard of its own; a consumer stays in its producer's shard."""
+    at once; later tiers' hold `shard_hours`, more where a run (`per_run`: the most shards one
+    run of them holds) would pass MAX_SHARDS. A longer group is a shard of its own; a consumer
+    stays in its producer's shard."""
     totals: dict[int, float] = {}
     for g in ordered:
         totals[tiers[g.id]] = totals.get(tiers[g.id], 0.0) + minutes(g)
     hours = pool.shard_hours * 60
     targets = {t: min(hours, max(60.0, total / pool.lanes)) for t, total in totals.items()}
     targets = {t: hours if t > 1 else v for t, v in targets.items()}
-    while len(shards := _packed(ordered, minutes, jobs, targets, tiers, max_jobs, after)) > (
+    while per_run(shards := _packed(ordered, minutes, jobs, targets, tiers, max_jobs, after)) > (
         MAX_SHARDS
     ):
         if max(targets.values()) > sum(totals.values()):  # the job limit cuts them, not hours
@@ -186,17 +191,41 @@ def _packed(
     return shards
 
 
-def simulate(durations: Sequence[float], lanes: int) -> list[tuple[float, float]]:
-    """(start, end) minutes of each shard when `lanes` lanes take them in order, each the next
-    shard as soon as it is free (GitHub's max-parallel over the shard matrix)."""
-    free = [0.0] * max(1, lanes)
-    heapq.heapify(free)
-    out = []
-    for d in durations:
-        start = heapq.heappop(free)
-        out.append((start, start + d))
-        heapq.heappush(free, start + d)
-    return out
+class Slot(NamedTuple):
+    """A shard's predicted minutes from the pass's start, and the farm run (0: this one) that
+    builds it."""
+
+    start: float
+    end: float
+    run: int
+
+
+def simulate(durations: Sequence[float], lanes: int, limit: float = math.inf) -> list[Slot]:
+    """Each shard's slot when `lanes` lanes take them in order, each the next shard as soon as
+    it is free (GitHub's max-parallel over the shard matrix), in runs of at most `limit`
+    minutes. A shard that would end past its run's limit is left to the next run, and the
+    lanes go on with the later shards that still end in time: the run fills its lanes to its
+    last hour instead of idling while its last shards end. A run always keeps its first shard
+    (or nothing would ever be built); the next run starts when this one ends (its run waits in
+    farm.yml's concurrency group)."""
+    out: list[Slot | None] = [None] * len(durations)
+    left = list(range(len(durations)))
+    begins, run = 0.0, 0
+    while left:
+        free = [begins] * max(1, lanes)
+        rest: list[int] = []
+        kept = False  # a run always keeps its first shard, or nothing would ever be built
+        for i in left:
+            start = free[0]
+            if kept and start + durations[i] > begins + limit:
+                rest.append(i)
+                continue
+            heapq.heapreplace(free, start + durations[i])
+            out[i] = Slot(start, start + durations[i], run)
+            kept = True
+        begins = max(free)
+        left, run = rest, run + 1
+    return [s for s in out if s is not None]
 
 
 def place(
@@ -214,36 +243,48 @@ def place(
     after = consumers(groups)
     ranked = order(groups, matrix, minutes, after)
     tiers = {g.id: min(tier_of(b, matrix) for b in g.builds) for g in groups}
-    shards = cut_shards(ranked, minutes, jobs, pool, max_jobs, after, tiers)
     # on its lane a whole group's job also sets up (toolkit, torch env, source), which a split
     # group's estimate already counts for each of its jobs (split_compile.job_overhead_minutes)
     setup = matrix.farm.split_compile.job_overhead_minutes if matrix.farm.split_compile else 0.0
 
-    def lane_minutes(g: G) -> float:
-        return minutes(g) + (setup if jobs(g) == 1 else 0.0)
+    def lane_minutes(shard: list[G]) -> float:
+        work = sum(minutes(g) + (setup if jobs(g) == 1 else 0.0) for g in shard)
+        return work + SHARD_OVERHEAD_MINUTES
 
-    times = simulate(
-        [sum(lane_minutes(g) for g in s) + SHARD_OVERHEAD_MINUTES for s in shards], pool.lanes
-    )
-    # the first shard to end past the limit goes, and every shard after it: the order is the
-    # priority (the first shard always stays, or nothing would ever be built)
-    limit = pool.run_days * 24 * 60 if one_run else math.inf
-    cut = next((i for i, (_, end) in enumerate(times) if end > limit and i), len(shards))
+    limit = pool.run_days * 24 * 60
+
+    def per_run(cut: list[list[G]]) -> int:  # GitHub's matrix limit is a run's
+        runs = Counter(s.run for s in simulate([lane_minutes(s) for s in cut], pool.lanes, limit))
+        return max(runs.values(), default=0)
+
+    shards = cut_shards(ranked, minutes, jobs, pool, max_jobs, after, tiers, per_run)
+    durations = [lane_minutes(s) for s in shards]
+    slots = simulate(durations, pool.lanes, limit)
+    # the pass's last run builds all that is left: its last tier's shards longest first, so
+    # that its lanes end together (longest processing time first) rather than on one long shard
+    final = [i for i, s in enumerate(slots) if s.run == max(s.run for s in slots)]
+    tail = [i for i in final if tiers[shards[i][0].id] == tiers[shards[final[-1]][0].id]]
+    ranks = dict(zip(tail, sorted(tail, key=lambda i: -durations[i]), strict=True))
+    shards = [shards[ranks.get(i, i)] for i in range(len(shards))]
+    slots = simulate([durations[ranks.get(i, i)] for i in range(len(shards))], pool.lanes, limit)
+    # numbered by run: this run's shards first, in their order (the priority)
+    numbered = sorted(range(len(shards)), key=lambda i: (slots[i].run, i))
     placed: dict[str, Placed] = {}
     number = 0
-    for i, shard in enumerate(shards):
-        for g in shard:
+    for n, i in enumerate(numbered):
+        for g in shards[i]:
             number += 1
             placed[g.id] = Placed(
                 tier=tiers[g.id],
                 place=number,
-                shard=i + 1,
+                shard=n + 1,
                 after=after.get(g.id, ""),
-                starts=times[i][0],
-                ends=times[i][1],
+                starts=slots[i].start,
+                ends=slots[i].end,
             )
-    later = [g for s in shards[cut:] for g in s]
-    return shards[:cut], later, placed
+    kept = [shards[i] for i in numbered if not one_run or slots[i].run == 0]
+    later = [g for i in numbered if one_run and slots[i].run > 0 for g in shards[i]]
+    return kept, later, placed
 
 
 def hours(minutes: float) -> str:

@@ -54,7 +54,12 @@ def test_the_run_builds_tier_one_first_the_longest_chain_first_and_newest_after(
     first = [g for g in ranked if plan.placed[g.id].tier == 1]
     chains = [sum(plan.job_minutes(g)) for g in first if not plan.placed[g.id].after]
     assert chains[0] == max(chains)  # the longest chain starts first
-    rest = [g.builds[0].torch_minor for g in ranked if plan.placed[g.id].tier == 3]
+    # the queue's order; the runs' lanes take it in turn (a run's last hours and the last run
+    # are packed: test_a_run_fills_its_lanes..., test_the_last_run_takes...)
+    ordered = queue.order(
+        plan.groups, MATRIX, lambda g: sum(plan.job_minutes(g)), queue.consumers(plan.groups)
+    )
+    rest = [g.builds[0].torch_minor for g in ordered if plan.placed[g.id].tier == 3]
     minors = [tuple(map(int, m.split("."))) for m in rest if m]  # torch-free builds: none
     assert minors == sorted(minors, reverse=True)  # past the tiers: the newest torch first
     hours = tier_hours(plan)
@@ -83,12 +88,62 @@ def test_a_new_torch_minor_alone_fits_a_day() -> None:
     assert max(tier_hours(plan).values()) < 24 * 60
 
 
-@given(st.lists(st.floats(min_value=0, max_value=1e4), max_size=60), st.integers(1, 20))
-def test_lanes_take_shards_in_order_as_each_comes_free(durations: list[float], lanes: int) -> None:
-    times = queue.simulate(durations, lanes)
-    assert [end - start for start, end in times] == pytest.approx(durations)
-    starts = [s for s, _ in times]
-    assert starts == sorted(starts)  # in order
-    for t in starts:  # never more lanes busy than there are
-        assert sum(1 for s, e in times if s <= t < e) <= lanes
-    assert all(s == 0 for s in starts[:lanes])
+@given(
+    st.lists(st.floats(min_value=0, max_value=1e4), max_size=60),
+    st.integers(1, 20),
+    st.floats(min_value=1, max_value=3e4),
+)
+def test_lanes_take_shards_in_order_as_each_comes_free_in_runs_of_the_limit(
+    durations: list[float], lanes: int, limit: float
+) -> None:
+    slots = queue.simulate(durations, lanes, limit)
+    assert [s.end - s.start for s in slots] == pytest.approx(durations)
+    runs = sorted({s.run for s in slots})
+    assert runs == list(range(len(runs)))
+    begins = 0.0
+    for run in runs:
+        mine = [s for s in slots if s.run == run]
+        starts = [s.start for s in mine]
+        assert starts == sorted(starts)  # in order
+        assert min(starts) == pytest.approx(begins)  # the next run starts as this one ends
+        for t in starts:  # never more lanes busy than there are
+            assert sum(1 for s in mine if s.start <= t < s.end) <= lanes
+        # only a run's first shard may pass its limit (or nothing would ever be built)
+        assert all(s.end <= begins + limit + 1e-6 for s in mine[1:])
+        begins = max(s.end for s in mine)
+    assert queue.simulate(durations, lanes) == [
+        queue.Slot(s, e, 0) for s, e in _in_order(durations, lanes)
+    ]
+
+
+def _in_order(durations: list[float], lanes: int) -> list[tuple[float, float]]:
+    """Lanes without a limit, the plain way: each shard on the lane that is free first."""
+    free = [0.0] * lanes
+    out = []
+    for d in durations:
+        lane = free.index(min(free))
+        out.append((free[lane], free[lane] + d))
+        free[lane] += d
+    return out
+
+
+def test_a_run_fills_its_lanes_with_later_shards_that_end_in_time() -> None:
+    """A long shard that would end past the run's limit waits for the next run; a later short
+    one still takes the free lane, so the lane does not idle until the run ends."""
+    slots = queue.simulate([10, 10, 30, 5], lanes=2, limit=20)
+    assert [s.run for s in slots] == [0, 0, 1, 0]
+    assert slots[3].start == 10  # the lane freed at 10 takes the short one
+    assert slots[2].start == 15  # the next run starts as this one ends
+
+
+def test_the_last_run_takes_its_longest_shards_first() -> None:
+    """The whole pass's last run holds all that is left: longest first, its lanes end close
+    together rather than on one long shard started last."""
+    whole = make_plan(MATRIX, EXPANSION, one_run=False)
+    slots: dict[int, queue.Placed] = {p.shard: p for p in whole.placed.values()}
+    last = [slots[n] for n in sorted(slots) if slots[n].tier == max(s.tier for s in slots.values())]
+    final = [p for p in last if p.starts >= max(s.starts for s in last) - 24 * 60]
+    lengths = [p.ends - p.starts for p in final]
+    assert lengths == sorted(lengths, reverse=True)
+    ends = [p.ends for p in slots.values()]
+    assert max(ends) - sorted(ends)[-MATRIX.farm.pool.lanes] < max(lengths)
