@@ -1,5 +1,5 @@
-"""A local stand-in for GitHub's REST API (releases and assets), because GitHub cannot be reached
-here. It answers with the documented shapes and enforces the documented limits
+"""A local stand-in for GitHub's REST API (releases, assets; issue comments: ghsim/fakeissues.py),
+as GitHub cannot be reached here. It answers with the documented shapes and enforces the limits
 (docs.github.com/rest/releases, /rest/using-the-rest-api/rate-limits-for-the-rest-api):
 
 - Link pagination at per_page (at most 100), `digest` and `state` on assets, `label` kept;
@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlparse
 
+from ghsim.fakeissues import issue_comments
+
 CONTENT_CREATING = {"POST", "PATCH", "PUT", "DELETE"}
 SCALE = "WHEELFARM_GITHUB_TIME_SCALE"  # the client reads the same variable
 
@@ -48,6 +50,7 @@ class FakeGitHub:
     repo: str = "octo/farm"
     base: str = ""
     releases: list[dict[str, Any]] = field(default_factory=list)
+    comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # issue -> comments
     blobs: dict[int, bytes] = field(default_factory=dict)
     log: list[tuple[str, str]] = field(default_factory=list)
     times: list[tuple[float, str]] = field(default_factory=list)  # (monotonic, method)
@@ -247,6 +250,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                         {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset},
                     )
                     return
+            if path.startswith(f"/repos/{fake.repo}/issues/") and path.endswith("/comments"):
+                self._send(*issue_comments(fake, method, int(path.split("/")[-2]), query, body))
+                return
             self._answer(method, path, query, body)
 
     def _answer(self, method: str, path: str, query: dict[str, list[str]], body: bytes) -> None:
@@ -274,14 +280,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if asset is None or asset["state"] != "uploaded":
                 self._send(404, {"message": "Not Found"})
             elif fake.redirect_downloads is not None:
-                self._send(
-                    302,
-                    {},
-                    {
-                        "Location": fake.redirect_downloads
-                        + asset["browser_download_url"].removeprefix(fake.base)
-                    },
-                )
+                url = asset["browser_download_url"].removeprefix(fake.base)
+                self._send(302, {}, {"Location": fake.redirect_downloads + url})
             else:
                 self._send(200, raw=fake.blobs[asset["id"]])
         elif method == "DELETE" and path.startswith(f"{repo}/releases/assets/"):

@@ -50,7 +50,7 @@ class Contexts:
                 "token": "simulated",
                 "workflow": run.workflow.name,
                 "workspace": str(inst.workspace) if inst and inst.workspace else "",
-                "event": {"inputs": run.inputs},
+                "event": {**run.payload, "inputs": run.inputs},
             },
             "inputs": scope.inputs if scope else run.inputs,
             "vars": self.vars,

@@ -5,6 +5,7 @@ expression with GitHub's own evaluator (workflow.py); nothing here describes the
 graph. It runs what the files say, the way GitHub's documentation says it runs:
 
 - events: a pushed tag or branch (with `paths`), `workflow_dispatch` inputs, `workflow_run`,
+  `issues` (its activity types; `gh workflow run` in a step dispatches: ghcli.py),
   `on.schedule` (cron.py, lifecycle.py), and concurrency groups (one running and one pending
   run; a newer run cancels the pending one) — here;
 - the job graph: `needs`, `if:`, matrix jobs, reusable workflows, "Re-run failed jobs" (graph.py);
@@ -96,6 +97,7 @@ class Model:
         self.notes: list[str] = []  # what the actions reported as errors
         self.logs: dict[str, str] = {}  # the end of each failed job's log
         self.attested = 0  # the most subjects one attestation took
+        self.held: set[str] = set()  # workflow files whose runs are recorded, never begun
 
     # -- what callers read: each concern's own state -----------------------------------------
 
@@ -161,7 +163,7 @@ class Model:
     def push_tag(self, tag: str) -> list[Run]:
         started = []
         for wf in self.workflows():
-            push = mapping(wf.on.get("push")) if wf.on.get("push") is not None else {}
+            push = _trigger(wf, "push") or {}
             tags = [str(t) for t in sequence(push.get("tags"))]
             if any(fnmatch.fnmatchcase(tag, t) for t in tags):
                 started.append(self.start(wf, "push", {}, f"refs/tags/{tag}"))
@@ -170,9 +172,9 @@ class Model:
     def push_branch(self, branch: str, files: list[str]) -> list[Run]:
         started = []
         for wf in self.workflows():
-            if "push" not in wf.on:
+            push = _trigger(wf, "push")
+            if push is None:
                 continue
-            push = mapping(wf.on["push"]) if wf.on["push"] is not None else {}
             branches = [str(b) for b in sequence(push.get("branches"))]
             if branches and branch not in branches:
                 continue
@@ -188,10 +190,36 @@ class Model:
         wf = next(w for w in self.workflows() if w.path.name == name)
         return self.start(wf, "workflow_dispatch", inputs, "refs/heads/main")
 
-    def start(self, wf: Workflow, event: str, inputs: dict[str, Any], ref: str) -> Run:
-        """A new run of `wf`: it begins at once, or waits in its concurrency group."""
+    def issue(self, action: str, issue: dict[str, Any], label: str | None = None) -> list[Run]:
+        """An `issues` event: `action` (opened, edited, labeled...) on `issue` (number, title,
+        body, labels: [{name}]), `label` the one just added; it runs, on the default branch,
+        each workflow whose `on.issues.types` lists the action (any action when none do)."""
+        payload: dict[str, Any] = {"action": action, "issue": issue}
+        if label is not None:
+            payload["label"] = {"name": label}
+        started = []
+        for wf in self.workflows():
+            spec = _trigger(wf, "issues")
+            types = [str(t) for t in sequence((spec or {}).get("types"))]
+            if spec is not None and (not types or action in types):
+                started.append(self.start(wf, "issues", {}, self.default_branch, payload))
+        return started
+
+    def start(
+        self,
+        wf: Workflow,
+        event: str,
+        inputs: dict[str, Any],
+        ref: str,
+        payload: dict[str, Any] | None = None,
+    ) -> Run:
+        """A new run of `wf`: it begins at once, or waits in its concurrency group (a `held`
+        workflow's run stays queued, for a test to read how it was started)."""
         run = Run(self.new_id(), wf, event, inputs, ref, None, created=self.now)
+        run.payload = payload or {}
         self.runs.append(run)
+        if wf.path.name in self.held:
+            return run
         arm_deadline(self, run)
         run.group, cancel_running = self.contexts.concurrency(run)
         if run.group is None:
@@ -271,6 +299,13 @@ class Model:
 
     def evict_cache(self) -> None:
         self.store.evict(self.now)
+
+
+def _trigger(wf: Workflow, event: str) -> dict[str, Any] | None:
+    """`on.<event>`'s settings ({} when it has none), None when the workflow has no such trigger."""
+    if event not in wf.on:
+        return None
+    return mapping(wf.on[event]) if wf.on[event] is not None else {}
 
 
 def _path_match(path: str, pattern: str) -> bool:

@@ -136,6 +136,7 @@ class Run:
     started: float = 0.0
     ended: float = 0.0
     created: float = 0.0  # the run's start: the 30-day re-run window counts from it
+    payload: dict[str, Any] = field(default_factory=dict)  # `github.event` beyond `inputs`
 
     @property
     def nodes(self) -> Iterable[Node]:

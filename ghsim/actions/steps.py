@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ghsim.actions import contexts
+from ghsim.actions import contexts, ghcli
 from ghsim.actions.runs import Instance, Run, strategy_of, text
 from ghsim.actions.workflow import mapping, sequence
 
@@ -177,11 +177,16 @@ class Steps:
             "GITHUB_STEP_SUMMARY": str(files["summary"]),
             "GITHUB_WORKSPACE": str(inst.workspace),
             "GITHUB_REPOSITORY": model.repository,
+            "GITHUB_EVENT_NAME": inst.run.event,
+            "GITHUB_REF": inst.run.ref,
+            "GITHUB_REF_NAME": inst.run.ref.rsplit("/", 1)[-1],
+            "GH_DISPATCHES": str(inst.workspace / "_temp" / f"dispatches-{inst.step}"),
             "GITHUB_RUN_ID": str(inst.run.id),
             "GITHUB_RUN_ATTEMPT": str(inst.run.attempt),
             "RUNNER_TEMP": str(inst.workspace / "_temp"),
         }
-        full["PATH"] = os.pathsep.join([*inst.path_dirs, full.get("PATH", os.environ["PATH"])])
+        gh = str(ghcli.install(model.work))  # `gh`, answered by the fake GitHub and the model
+        full["PATH"] = os.pathsep.join([gh, *inst.path_dirs, full.get("PATH", os.environ["PATH"])])
         standin = next((s for p, s in model.standins.run if p.fullmatch(script.strip())), None)
         if standin is None and shell != "bash":
             standin = model.standins.shells.get(shell)
@@ -198,9 +203,14 @@ class Steps:
             cwd=inst.workspace, env=full, capture_output=True, text=True, check=False,
         )  # fmt: skip
         used = _child_cpu() - cpu
+        code = result.returncode
+        refused = ghcli.start_dispatches(model, inst, Path(full["GH_DISPATCHES"]))
+        if refused is not None:
+            model.notes.append(f"{inst.name}: {refused}")
+            code = code or 1
         log = inst.workspace / "_temp" / "log.txt"
         with log.open("a", encoding="utf-8") as fh:
-            fh.write(f"$ {script}\n{result.stdout}{result.stderr}[exit {result.returncode}]\n")
+            fh.write(f"$ {script}\n{result.stdout}{result.stderr}{refused or ''}[exit {code}]\n")
         for line in files["env"].read_text().splitlines():
             if "=" in line:
                 k, v = line.split("=", 1)
@@ -210,7 +220,7 @@ class Steps:
         if model.github_requests is not None:  # the step's GitHub calls, at GitHub's pace
             total, creating = (b - a for a, b in zip(asked, model.github_requests(), strict=True))
             minutes += total * REQUEST_SECONDS / 60 + self.creating(creating)
-        return result.returncode, minutes, outputs_of(files["output"])
+        return code, minutes, outputs_of(files["output"])
 
     def creating(self, requests: int) -> float:
         """Minutes until `requests` content-creating requests are answered: the secondary limit

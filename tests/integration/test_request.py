@@ -1,14 +1,12 @@
-"""request.yml's steps as GitHub runs them (bash -eo pipefail, the issue text only in `env:`), with
-the real `wheelfarm request` against a fake GitHub's Releases and a stand-in `gh` that records
-what it would post or dispatch. The Actions model (tests/actions) has no `issues` event yet, so
-the jobs' `if:` gates are read here as text; each step's shell runs for real."""
+"""request.yml through the Actions model (ghsim/actions): `issues` events with their activity
+types, the real `wheelfarm request` against the fake GitHub's Releases, its answer posted by the
+model's `gh` as an issue comment on the fake GitHub, and a maintainer's label dispatching
+farm.yml in the model (held there: only how it was started is read)."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,9 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ghsim.actions.model import Instance, Model, Run
+from ghsim.actions.standins import standins
 from ghsim.fakegithub import FakeGitHub, fake_github
 from tests.roots import REPO
-from tests.workflows import WORKFLOWS, run_block
+from tests.workflows import WORKFLOWS
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.matrix.expand import Build, Cell, expand
 from wheelfarm.matrix.load import load_matrix
@@ -28,13 +28,7 @@ WORKFLOW = "request.yml"
 LABELS = {"package": "Package", "version": "Version", "torch": "torch", "cuda": "CUDA",
           "python": "Python", "platform": "Platform"}  # fmt: skip
 EXPANSION = expand(load_matrix(REPO))
-GH = """#!/bin/sh
-printf '%s\\n' "$@" > "{calls}"
-while [ $# -gt 0 ]; do
-  if [ "$1" = --body-file ]; then cat "$2" > "{comment}"; fi
-  shift
-done
-"""
+ISSUE = 7
 
 
 def form(cell: Cell) -> str:
@@ -67,73 +61,95 @@ def github() -> Iterator[FakeGitHub]:
         yield fake
 
 
-class Runner:
-    """One job's workspace: the farm's matrix (wheelfarm finds its root from the folder),
-    RUNNER_TEMP, GITHUB_OUTPUT and the stand-in gh."""
-
-    def __init__(self, tmp: Path, github: FakeGitHub) -> None:
-        self.work, self.temp, self.bin = tmp / "work", tmp / "temp", tmp / "bin"
-        shutil.copytree(REPO.matrix, self.work / "matrix")
-        self.temp.mkdir()
-        self.bin.mkdir()
-        self.calls, self.comment, self.output = tmp / "calls", tmp / "comment.md", tmp / "output"
-        gh = self.bin / "gh"
-        gh.write_text(GH.format(calls=self.calls, comment=self.comment))
-        gh.chmod(0o755)
-        self.env = {
-            "PATH": os.pathsep.join([str(self.bin), str(Path(sys.executable).parent),
-                                     os.environ["PATH"]]),
-            "HOME": str(tmp),
-            "GITHUB_REPOSITORY": "octo/farm",
-            "GITHUB_REF_NAME": "main",
-            "GITHUB_API_URL": github.base,
-            "GITHUB_OUTPUT": str(self.output),
-            "RUNNER_TEMP": str(self.temp),
-        }  # fmt: skip
-
-    def step(self, job: str, step: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-        """The step's `run:` as GitHub's default Linux shell runs it."""
-        return subprocess.run(
-            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", run_block(WORKFLOW, job, step)],
-            cwd=self.work, env={**self.env, **env}, capture_output=True, text=True, check=False,
-            timeout=300,
-        )  # fmt: skip
-
-    def outputs(self) -> dict[str, str]:
-        lines = self.output.read_text().splitlines() if self.output.exists() else []
-        return dict(line.split("=", 1) for line in lines)
+def _installed(model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:
+    """`python -m pip install .`: the farm is installed in this Python already."""
+    return 0, 0.5
 
 
 @pytest.fixture
-def runner(tmp_path: Path, github: FakeGitHub) -> Runner:
-    return Runner(tmp_path, github)
+def model(tmp_path: Path, github: FakeGitHub) -> Model:
+    env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+           "HOME": str(tmp_path), "GITHUB_API_URL": github.base}  # fmt: skip
+    env.update({k: v for k, v in os.environ.items() if k == "PYTHONPATH"})  # this checkout's farm
+    pip = [(re.compile(r"python -m pip install \."), _installed)]
+    model = Model(REPO.path, tmp_path / "work", standins(run=pip), env=env)
+    model.held.add("farm.yml")
+    model.faults["keep_workspaces"] = True  # a file a hostile body made would stay to be seen
+    return model
 
 
-def answer(runner: Runner, body: str) -> str:
-    """The comment the answer job posts on issue 7 for `body`."""
-    result = runner.step("answer", "Answer on the issue",
-                         {"BODY": body, "ISSUE": "7", "GITHUB_TOKEN": "t", "GH_TOKEN": "t"})  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    calls = runner.calls.read_text().splitlines()
-    assert calls[:4] == ["issue", "comment", "7", "--repo"]
-    return runner.comment.read_text()
+def event(model: Model, action: str, body: str, label: str | None = None) -> list[Run]:
+    """Issue 7, a wheel request (labelled `build-request` too when that label is the event's)."""
+    names = ["wheel-request", *([label] if label else [])]
+    issue = {"number": ISSUE, "title": "Wheel request", "body": body,
+             "labels": [{"name": n} for n in names]}  # fmt: skip
+    runs = model.issue(action, issue, label)
+    model.run_until_idle()
+    return runs
 
 
-def test_a_published_request_names_its_release(runner: Runner) -> None:
-    text = answer(runner, form(PUBLISHED.covers[0]))
+def comments(github: FakeGitHub) -> list[str]:
+    return [c["body"] for c in github.comments.get(ISSUE, [])]
+
+
+def farm_runs(model: Model) -> list[Run]:
+    return [r for r in model.runs if r.workflow.path.name == "farm.yml"]
+
+
+@pytest.mark.parametrize("action", ["opened", "edited"])
+def test_a_published_request_names_its_release(
+    model: Model, github: FakeGitHub, action: str
+) -> None:
+    (run,) = event(model, action, form(PUBLISHED.covers[0]))
+    assert (run.event, run.group, run.conclusion) == ("issues", f"request-{ISSUE}", "success")
+    (text,) = comments(github)
     assert text.startswith(
         f"Published in release {PUBLISHED.covers[0].package}-v{PUBLISHED.version}"
     )
+    assert farm_runs(model) == []
 
 
-def test_a_planned_request_is_queued_with_its_tier(runner: Runner) -> None:
-    assert re.match(r"Planned, tier \d+, queued", answer(runner, form(PLANNED.covers[0])))
+def test_a_planned_request_is_queued_with_its_tier(model: Model, github: FakeGitHub) -> None:
+    event(model, "opened", form(PLANNED.covers[0]))
+    (text,) = comments(github)
+    assert re.match(r"Planned, tier \d+, queued", text)
 
 
-def test_an_excluded_request_is_not_planned_with_the_plans_reason(runner: Runner) -> None:
+def test_an_excluded_request_is_not_planned_with_the_plans_reason(
+    model: Model, github: FakeGitHub
+) -> None:
     excluded = EXPANSION.excluded[0]
-    text = answer(runner, form(excluded.cell))
-    assert text.strip() == f"Not planned: {excluded.cell.id}: excluded by {excluded.rule}"
+    event(model, "opened", form(excluded.cell))
+    assert [t.strip() for t in comments(github)] == [
+        f"Not planned: {excluded.cell.id}: excluded by {excluded.rule}"
+    ]
+
+
+def test_an_action_outside_on_issues_types_starts_nothing(model: Model) -> None:
+    assert event(model, "closed", form(PLANNED.covers[0])) == []
+
+
+def test_the_build_request_label_dispatches_farm_for_exactly_that_cell(
+    model: Model, github: FakeGitHub
+) -> None:
+    cell = PLANNED.covers[0]
+    (run,) = event(model, "labeled", form(cell), "build-request")
+    assert run.conclusion == "success" and comments(github) == []
+    (farm,) = farm_runs(model)
+    assert (farm.event, farm.ref) == ("workflow_dispatch", "refs/heads/main")
+    assert farm.inputs == {"package": cell.package, "cuda": cell.cuda, "torch": cell.torch,
+                           "python": cell.python, "platform": cell.platform}  # fmt: skip
+
+
+def test_another_label_does_nothing(model: Model, github: FakeGitHub) -> None:
+    (run,) = event(model, "labeled", form(PLANNED.covers[0]), "bug")
+    assert run.conclusion == "skipped"
+    assert (comments(github), farm_runs(model)) == ([], [])
+
+
+def test_a_published_request_dispatches_nothing(model: Model) -> None:
+    (run,) = event(model, "labeled", form(PUBLISHED.covers[0]), "build-request")
+    assert run.conclusion == "success" and farm_runs(model) == []
 
 
 HOSTILE = [
@@ -148,47 +164,23 @@ HOSTILE = [
 @pytest.mark.parametrize(
     "body", HOSTILE, ids=["subshell", "quotes", "expression", "unicode", "huge"]
 )
-def test_hostile_issue_text_is_data_and_gets_a_clean_answer(runner: Runner, body: str) -> None:
-    text = answer(runner, body)
+def test_hostile_issue_text_is_data_and_gets_a_clean_answer(
+    model: Model, github: FakeGitHub, tmp_path: Path, body: str
+) -> None:
+    event(model, "opened", body)
+    (text,) = comments(github)
     assert text.startswith("wheelfarm request: error: the request's ")  # the form's fix, named
-    assert text.strip().count("\n") == 0 and len(text) < 400
-    assert not list(runner.work.parent.rglob("PWNED"))
+    assert text.strip().count("\n") == 0 and len(text) < 400 and "simulated" not in text
     # a maintainer's label on the same text: the read fails cleanly and nothing is dispatched
-    runner.calls.unlink()
-    result = runner.step("dispatch", "Read the request", {"BODY": body, "GITHUB_TOKEN": "t"})
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert runner.outputs().get("planned") != "true" and not runner.calls.exists()
-    assert not list(runner.work.parent.rglob("PWNED"))
-
-
-def test_the_build_request_label_dispatches_farm_for_exactly_that_cell(runner: Runner) -> None:
-    cell = PLANNED.covers[0]
-    read = runner.step("dispatch", "Read the request", {"BODY": form(cell), "GITHUB_TOKEN": "t"})
-    assert read.returncode == 0, read.stderr
-    outputs = runner.outputs()
-    assert outputs["planned"] == "true"
-    env = {k.upper(): outputs[k] for k in ("package", "cuda", "torch", "python", "platform")}
-    result = runner.step(
-        "dispatch", "Dispatch the farm for that selection", {"GH_TOKEN": "t", **env}
-    )
-    assert result.returncode == 0, result.stderr
-    assert runner.calls.read_text().splitlines() == [
-        "workflow", "run", "farm.yml", "--repo", "octo/farm", "--ref", "main",
-        "-f", f"package={cell.package}", "-f", f"cuda={cell.cuda}", "-f", f"torch={cell.torch}",
-        "-f", f"python={cell.python}", "-f", f"platform={cell.platform}",
-    ]  # fmt: skip
-
-
-def test_a_published_request_dispatches_nothing(runner: Runner) -> None:
-    read = runner.step("dispatch", "Read the request",
-                       {"BODY": form(PUBLISHED.covers[0]), "GITHUB_TOKEN": "t"})  # fmt: skip
-    assert read.returncode == 0, read.stderr
-    assert runner.outputs()["planned"] == "false"  # the dispatch step's `if:` is false
+    (run,) = event(model, "labeled", body, "build-request")
+    assert run.conclusion == "failure" and "Traceback" not in "".join(model.logs.values())
+    assert farm_runs(model) == [] and len(comments(github)) == 1
+    assert not list(tmp_path.rglob("PWNED"))
 
 
 def test_the_issue_text_reaches_steps_only_through_env() -> None:
-    """No `${{ }}` in any `run:`, the issue's fields only in `env:` values; the gates as GitHub
-    evaluates them (the model has no `issues` event to run them)."""
+    """No `${{ }}` in any `run:`, the issue's fields only in `env:` values (the model runs the
+    blocks as they are; this reads that they stay so)."""
     data = yaml.safe_load((WORKFLOWS / WORKFLOW).read_text())
     for job in data["jobs"].values():
         for step in job["steps"]:
@@ -197,6 +189,4 @@ def test_the_issue_text_reaches_steps_only_through_env() -> None:
                 assert "github.event.issue" not in str(value) or str(value).startswith(
                     "${{ github.event.issue."
                 )
-    assert "github.event.action != 'labeled'" in data["jobs"]["answer"]["if"]
-    assert "github.event.label.name == 'build-request'" in data["jobs"]["dispatch"]["if"]
     assert data["permissions"] == {} and "actions" not in data["jobs"]["answer"]["permissions"]

@@ -1,0 +1,123 @@
+"""The GitHub CLI as the Actions model's steps call it: steps.py puts a `gh` that runs this file
+first on every `run:` block's PATH. It knows the two commands request.yml runs, with gh's flags
+and its need for GH_TOKEN: `gh issue comment N --repo R --body-file F` posts the comment to the
+REST API at GITHUB_API_URL (the fake GitHub) as gh does; `gh workflow run W --repo R --ref REF
+-f k=v` is written to GH_DISPATCHES, and the model, which is the Actions service here, starts
+that `workflow_dispatch` run once the step's block has run (`start_dispatches`), or fails the step as
+GitHub's 403/422 would. Runs as a script, so only the standard library is imported at the top."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ghsim.actions.model import Model
+    from ghsim.actions.runs import Instance
+
+FLAGS = {"--repo": "repo", "-R": "repo", "--body-file": "body-file", "-F": "body-file",
+         "--ref": "ref", "-r": "ref"}  # fmt: skip
+FIELDS = {"-f", "--raw-field", "-F", "--field"}
+
+
+def parse(argv: list[str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """(positional arguments, flags, `-f key=value` fields)."""
+    words, flags, fields = [], {}, {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        is_field = arg in FIELDS and argv[:2] == ["workflow", "run"]
+        if (arg in FLAGS or is_field) and i + 1 < len(argv):
+            if is_field:
+                key, _, value = argv[i + 1].partition("=")
+                fields[key] = value
+            else:
+                flags[FLAGS[arg]] = argv[i + 1]
+            i += 2
+            continue
+        words.append(arg)
+        i += 1
+    return words, flags, fields
+
+
+def comment(number: str, flags: dict[str, str], token: str) -> int:
+    api, repo = os.environ.get("GITHUB_API_URL", ""), flags.get("repo", "")
+    if not api or not repo or not number.isdigit() or "body-file" not in flags:
+        print("gh issue comment: needs GITHUB_API_URL, --repo, N and --body-file", file=sys.stderr)
+        return 1
+    body = Path(flags["body-file"]).read_text(encoding="utf-8")
+    request = urllib.request.Request(  # noqa: S310 (the URL is the runner's GITHUB_API_URL)
+        f"{api}/repos/{repo}/issues/{number}/comments",
+        data=json.dumps({"body": body}).encode(),
+        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+            print(json.load(answer)["html_url"])
+    except urllib.error.HTTPError as error:
+        print(f"HTTP {error.code}: {error.reason} ({error.url})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    token = os.environ.get("GH_TOKEN") or os.environ.get("GITHUB_TOKEN")
+    if not token:
+        print("gh: To use GitHub CLI in a GitHub Actions workflow, set the GH_TOKEN environment "
+              "variable.", file=sys.stderr)  # fmt: skip
+        return 4
+    words, flags, fields = parse(argv)
+    if words[:2] == ["issue", "comment"] and len(words) == 3:
+        return comment(words[2], flags, token)
+    if words[:2] == ["workflow", "run"] and len(words) == 3:
+        call = {"workflow": words[2], "ref": flags.get("ref", ""), "inputs": fields}
+        with Path(os.environ["GH_DISPATCHES"]).open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(call) + "\n")
+        print(f"✓ Created workflow_dispatch event for {words[2]} at {call['ref']}")
+        return 0
+    print(f"gh (Actions model): unknown command {' '.join(words[:2])!r}", file=sys.stderr)
+    return 1
+
+
+def install(work: Path) -> Path:
+    """The folder holding `gh`: a script running this file with this Python."""
+    folder = work / "gh-bin"
+    gh = folder / "gh"
+    if not gh.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        gh.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{Path(__file__).resolve()}" "$@"\n')
+        gh.chmod(0o755)
+    return folder
+
+
+def start_dispatches(model: Model, inst: Instance, calls: Path) -> str | None:
+    """Start the `workflow_dispatch` runs the step asked for; None, or GitHub's refusal (the
+    job's token without `actions: write`, no such trigger, an input the workflow lacks)."""
+    from ghsim.actions.contexts import inputs
+
+    lines = calls.read_text(encoding="utf-8").splitlines() if calls.is_file() else []
+    for line in lines:
+        call = json.loads(line)
+        if inst.permissions.get("actions") != "write":
+            return "gh workflow run: HTTP 403: Resource not accessible by integration"
+        wf = next((w for w in model.workflows() if w.path.name == call["workflow"]), None)
+        if wf is None or "workflow_dispatch" not in wf.on:
+            return (
+                f"gh workflow run: HTTP 422: {call['workflow']} has no 'workflow_dispatch' trigger"
+            )
+        unexpected = sorted(set(call["inputs"]) - set(inputs(wf, {}, "workflow_dispatch")))
+        if unexpected:
+            return f"gh workflow run: HTTP 422: Unexpected inputs provided: {unexpected}"
+        ref = f"refs/heads/{call['ref'] or model.default_branch.rsplit('/', 1)[-1]}"
+        model.start(wf, "workflow_dispatch", call["inputs"], ref)
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
