@@ -76,7 +76,7 @@ def _input_key(root: FarmRoot, wheelhouse: Path, title: str) -> str:
 
 def policy(expansion: Expansion) -> Policy:
     """Each build's SASS archs, to tell a quick partial-arch wheel from the policy's; builds
-    share a few arch sets, so each set is held once (a set per build id was 5 MB of 8,000)."""
+    share a few arch sets (17 for 7,837 builds), so each is held once: a set per build was 7 MB."""
     shared: dict[frozenset[str], frozenset[str]] = {}
     archs: dict[str, frozenset[str]] = {}
     for b in expansion.builds:
