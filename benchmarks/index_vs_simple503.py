@@ -6,12 +6,14 @@ wheel removed (`--allow-removal`). Both hash every wheel, place it in the site a
 PEP 658 metadata (both copy each wheel: wheelfarm writes its copy from the bytes it hashed,
 ADR 14). The wheelhouse has just been written, so both read it from the page cache.
 
-The last line gives wheelfarm's first build as ratios to simple503's (time, memory), the
-unchanged and changed reruns' seconds, and the changed rerun's peak memory as a ratio to
-simple503's first build.
+The first builds run RUNS times each, alternating (simple503, then wheelfarm, each into a
+fresh site), so a shared machine's load falls on both alike; each tool's median counts.
+The last line gives wheelfarm's first build as ratios to simple503's (median time, median
+peak memory), the unchanged and changed reruns' seconds, and the changed rerun's peak memory
+as a ratio to simple503's first build.
 
-Usage: python benchmarks/index_vs_simple503.py [COUNT]   (COUNT: default 100,000; simple503 comes
-with the test extra)
+Usage: python benchmarks/index_vs_simple503.py [COUNT [RUNS]]   (COUNT: default 100,000; RUNS:
+default 5; simple503 comes with the test extra)
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from wheelfarm.core.wheelfile import write_wheel
 
@@ -98,8 +103,29 @@ def same_as_cold(house: Path, site: Path) -> None:
         raise SystemExit(msg)
 
 
+def alternating(runs: int, peer: tuple[str | Path, ...], farm: tuple[str | Path, ...]) -> Medians:
+    """The median seconds and peak memory of `runs` first builds of each command, alternated,
+    each into a fresh site (its output, the command's last argument, removed before); the last
+    wheelfarm site stays for the reruns."""
+    peers, farms = [], []
+    for _ in range(runs):
+        for argv, results in ((peer, peers), (farm, farms)):
+            shutil.rmtree(argv[-1], ignore_errors=True)
+            results.append(timed(*argv))
+    return Medians(*(statistics.median(r[i] for r in rs) for rs in (peers, farms) for i in (0, 1)))
+
+
+class Medians(NamedTuple):
+    peer_time: float
+    peer_memory: float
+    farm_time: float
+    farm_memory: float
+
+
 def main() -> None:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    given = [int(a) for a in sys.argv[1:]]
+    count = given[0] if given else 100_000
+    runs = given[1] if len(given) > 1 else 5
     with tempfile.TemporaryDirectory() as tmp:
         house, site = Path(tmp) / "house", Path(tmp) / "site"
         house.mkdir()
@@ -107,8 +133,7 @@ def main() -> None:
             tiny_wheel(house, i)
         farm = (BIN / "wheelfarm", "index", "--wheelhouse", house, "--out", site)
         peer = (BIN / "simple503", "--extract-metadata", "--copy", house, Path(tmp) / "s503")
-        s_time, s_mem = timed(*peer)
-        w_time, w_mem = timed(*farm)
+        s_time, s_mem, w_time, w_mem = alternating(runs, peer, farm)
         rerun, _ = timed(*farm)
         tiny_wheel(house, 0, body=b"# new bytes\n")  # replaced, as builds do: a new inode
         tiny_wheel(house, count)  # a new wheel
@@ -116,7 +141,9 @@ def main() -> None:
         same_as_cold(house, site)
         tiny_wheel(house, count).unlink()
         removed, r_mem = timed(*farm, "--allow-removal")
-    print(f"{count} wheels: simple503 {s_time:.1f} s {s_mem / 1e6:.0f} MB", end="; ")
+    print(
+        f"{count} wheels, median of {runs}: simple503 {s_time:.1f} s {s_mem / 1e6:.0f} MB", end="; "
+    )
     print(f"wheelfarm {w_time:.1f} s {w_mem / 1e6:.0f} MB, rerun {rerun:.2f} s", end="; ")
     print(f"changed {changed:.2f} s {c_mem / 1e6:.0f} MB (same as a cold build)", end="; ")
     print(f"one removed {removed:.2f} s {r_mem / 1e6:.0f} MB")

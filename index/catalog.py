@@ -52,6 +52,9 @@ class Scratch:
         self._db = sqlite3.connect("", check_same_thread=False)
         self._finalizer = weakref.finalize(self, self._db.close)
         self._db.execute("PRAGMA journal_mode = OFF")  # a scratch table: nothing to roll back
+        # 256 KiB of page cache, not SQLite's 2 MB: the table is read in order once or twice,
+        # its pages are in the OS's cache anyway, and each connection's cache is run memory
+        self._db.execute("PRAGMA cache_size = -256")
         self._db.execute(create)
 
     def __enter__(self) -> Self:

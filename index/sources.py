@@ -8,7 +8,7 @@ import hashlib
 import io
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,7 +104,7 @@ class Read:
 Saved = Callable[[str], object]  # a wheel's name -> what the last run saved with it, or None
 
 
-Policy = dict[str, frozenset[str]]  # build id -> the SASS archs its policy asks for
+Policy = Mapping[str, frozenset[str]]  # build id -> the SASS archs its policy asks for
 WHOLE_READ = 32 << 20  # a wheel up to this size is read once into memory: hash and zip from it
 
 

@@ -5,7 +5,7 @@ and GitHub imports (requests among them) would add about 16 MB to that run's mem
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from wheelfarm import __version__
@@ -15,18 +15,19 @@ from wheelfarm.index.coverage import coverage, svg
 from wheelfarm.index.lock import LOCK_TIMEOUT
 from wheelfarm.index.site import Site, SiteResult, reuse
 from wheelfarm.index.sources import Policy, read_wheelhouse, wheelhouse_key, yanked_versions
-from wheelfarm.matrix.expand import Expansion
+from wheelfarm.matrix.expand import Expansion, expand
+from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
 
 
 def site_extras(
-    matrix: Matrix, expansion: Expansion, build_ids: Iterable[str], *, plan: bool = True
+    matrix: Matrix, expansion: Expansion | None, build_ids: Iterable[str]
 ) -> dict[str, bytes]:
     """Root files beside the index: the coverage chart of the listed `build_ids` against the
-    plan where the site is a farm's (`plan`; a local site's page shows only what it holds, not
-    a plan it never meant to build), and the root's install helper."""
+    plan `expansion` where the site is a farm's (None for a local site: its page shows only
+    what it holds, not a plan it never meant to build), and the root's install helper."""
     extra: dict[str, bytes] = {}
-    if plan:
+    if expansion is not None:
         planned = expansion.by_id
         present = {i for i in build_ids if i in planned}  # not a set of every wheel's
         extra["coverage.svg"] = svg(coverage(expansion, present)).encode()
@@ -38,24 +39,23 @@ def site_extras(
 
 def write_site(
     matrix: Matrix,
-    expansion: Expansion,
+    expansion: Expansion | None,
     wheels: Catalog,
     site: Site,
     *,
     title: str,
     allow_removal: bool = False,
     input_key: str = "",
-    plan: bool = True,
 ) -> SiteResult:
     """Drop duplicates, note the wheels in no combo and commit the site of the rest (with the
-    plan's coverage where `plan`: a farm's site, not a local wheelhouse's)."""
+    plan's coverage where `expansion` is given: a farm's site, not a local wheelhouse's)."""
     unfiled = wheels.account()
     return site.commit(
         wheels,
         templates=matrix.root.templates,
         allow_removal=allow_removal,
         title=title,
-        extra=site_extras(matrix, expansion, wheels.build_ids(), plan=plan),
+        extra=site_extras(matrix, expansion, wheels.build_ids()),
         unfiled=unfiled,
         input_key=input_key,
     )
@@ -75,8 +75,45 @@ def _input_key(root: FarmRoot, wheelhouse: Path, title: str) -> str:
 
 
 def policy(expansion: Expansion) -> Policy:
-    """Each build's SASS archs, to tell a quick partial-arch wheel from the policy's."""
-    return {b.id: frozenset(b.archs.cubins) for b in expansion.builds}
+    """Each build's SASS archs, to tell a quick partial-arch wheel from the policy's; builds
+    share a few arch sets (17 for 7,837 builds), so each is held once: a set per build was 7 MB."""
+    shared: dict[frozenset[str], frozenset[str]] = {}
+    archs: dict[str, frozenset[str]] = {}
+    for b in expansion.builds:
+        cubins = frozenset(b.archs.cubins)
+        archs[b.id] = shared.setdefault(cubins, cubins)
+    return archs
+
+
+class PlannedArchs(Mapping[str, frozenset[str]]):
+    """`policy` of the matrix's expansion, expanded when first asked: only a wheel with a
+    build record asks, so a wheelhouse without records never expands the matrix (7 MB and
+    two seconds), and the expansion is dropped once its archs are taken."""
+
+    def __init__(self, matrix: Matrix) -> None:
+        self._matrix = matrix
+        self._archs: Policy | None = None
+
+    def _loaded(self) -> Policy:
+        if self._archs is None:
+            self._archs = policy(expand(self._matrix))
+        return self._archs
+
+    def __getitem__(self, build_id: str) -> frozenset[str]:
+        return self._loaded()[build_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+
+def load_grid(root: FarmRoot) -> tuple[Matrix, Policy]:
+    """What a wheelhouse's site needs of the farm `root`: its matrix, and its builds' archs
+    (expanded only when a build record asks, `PlannedArchs`)."""
+    matrix = load_matrix(root)
+    return matrix, PlannedArchs(matrix)
 
 
 def index_wheelhouse(
@@ -93,7 +130,7 @@ def index_wheelhouse(
     wheel, the site places what it read, the catalog keeps its entry); see `index_root`."""
     return index_root(
         matrix.root,
-        lambda: (matrix, expansion),
+        lambda: (matrix, policy(expansion)),
         wheelhouse,
         out,
         title=title,
@@ -104,7 +141,7 @@ def index_wheelhouse(
 
 def index_root(
     root: FarmRoot,
-    grid: Callable[[], tuple[Matrix, Expansion]],
+    grid: Callable[[], tuple[Matrix, Policy]],
     wheelhouse: Path,
     out: Path,
     *,
@@ -112,7 +149,7 @@ def index_root(
     allow_removal: bool = False,
     lock_timeout: float = LOCK_TIMEOUT,
 ) -> SiteResult:
-    """`index_wheelhouse` for the farm `root`, whose matrix and expansion `grid` loads only
+    """`index_wheelhouse` for the farm `root`, whose matrix and build archs `grid` loads only
     when the site is written: a rerun on an unchanged wheelhouse and farm root (its every
     file is in the input key) reports the site as it is, reading no wheel and no YAML, and a
     rerun after a change reads only the wheels whose size, mtime, inode or ctime changed.
@@ -121,18 +158,18 @@ def index_root(
     reused = reuse(out, key)
     if reused is not None:
         return reused
-    matrix, expansion = grid()
+    matrix, builds = grid()
     with Site(out, lock_timeout=lock_timeout) as site:
-        yanked, builds = yanked_versions(matrix), policy(expansion)
-        reads = read_wheelhouse(wheelhouse, matrix, yanked, builds, site.owned.cache)
+        reads = read_wheelhouse(
+            wheelhouse, matrix, yanked_versions(matrix), builds, site.owned.cache
+        )
         with Catalog(site.placed(reads)) as wheels:
             return write_site(
                 matrix,
-                expansion,
+                None,  # a local wheelhouse: its page shows its own cells, not the plan's
                 wheels,
                 site,
                 title=title,
                 allow_removal=allow_removal,
                 input_key=key,
-                plan=False,  # a local wheelhouse: its page shows its own cells
             )

@@ -22,7 +22,6 @@ will not run on this GPU or driver; else pip's own. Errors are one line on stder
 from __future__ import annotations
 
 import argparse
-import http.client
 import ipaddress
 import json
 import re
@@ -31,9 +30,11 @@ import subprocess
 import sys
 import threading
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from urllib.request import HTTPRedirectHandler
 
 USAGE, UNREADABLE_INDEX, WILL_NOT_RUN = 2, 3, 4
 MAX_INDEX_BYTES = 256 << 20  # packages.json of a 100,000-wheel farm is well under this
@@ -155,25 +156,33 @@ def check_url(url: str, what: str, *, local: bool = True, code: int = USAGE) -> 
     raise HelperError(msg, code)
 
 
-class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
-    """Follow a redirect only where --index itself could point: https, or http to loopback."""
+def _redirect_handler() -> HTTPRedirectHandler:
+    """A handler that follows a redirect only where --index could point: https, or http to
+    loopback. urllib.request is imported here, not at the top: `wheelfarm index` imports this
+    file for its arch names, and urllib.request with http.client is 2 MB of its memory."""
+    import urllib.request  # noqa: PLC0415 - see above
 
-    def redirect_request(
-        self, req: urllib.request.Request, fp: object, code: int, msg: str, headers: object,
-        newurl: str) -> urllib.request.Request | None:  # fmt: skip
-        where = f"the redirect from {req.full_url} to"
-        check_url(newurl, where, local=False, code=UNREADABLE_INDEX)
-        return super().redirect_request(req, fp, code, msg, headers, newurl)  # type: ignore[arg-type]
+    class CheckedRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(
+            self, req: urllib.request.Request, fp: object, code: int, msg: str, headers: object,
+            newurl: str) -> urllib.request.Request | None:  # fmt: skip
+            where = f"the redirect from {req.full_url} to"
+            check_url(newurl, where, local=False, code=UNREADABLE_INDEX)
+            return super().redirect_request(req, fp, code, msg, headers, newurl)  # type: ignore[arg-type]
+
+    return CheckedRedirects()
 
 
 def _fetch(url: str, timeout: float) -> bytes:
     """The body at `url` (at most MAX_INDEX_BYTES + 1 bytes) within `timeout` seconds in all: a
     daemon thread reads it, so a server that sends a byte every few seconds cannot outlast it."""
+    import urllib.request  # noqa: PLC0415 - see _redirect_handler
+
     got: list[bytes] = []
     failed: list[BaseException] = []
 
     def read() -> None:
-        opener = urllib.request.build_opener(_CheckedRedirects)
+        opener = urllib.request.build_opener(_redirect_handler())
         try:
             with opener.open(url, timeout=min(timeout, 60)) as response:
                 got.append(response.read(MAX_INDEX_BYTES + 1))
@@ -240,6 +249,8 @@ def probe(python: str, run: Run | None = None) -> dict[str, str]:
 
 def read_index(root: str, timeout: float = INDEX_SECONDS) -> list[Wheel]:
     """The wheels listed in `<root>packages.json`, each checked to have what the helper reads."""
+    import http.client  # noqa: PLC0415 - with urllib.request in _fetch
+
     url = root + "packages.json"
     try:
         body = _fetch(url, timeout)

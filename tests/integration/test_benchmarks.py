@@ -40,7 +40,7 @@ CASES = [
     ),
     pytest.param(
         "index_vs_simple503.py",
-        ["10"],
+        ["10", "1"],
         rf"^wheelfarm/simple503 time={NUMBER} memory={NUMBER} rerun={NUMBER}s "
         rf"changed_rerun={NUMBER}s changed_memory={NUMBER}$",
         id="index_vs_simple503",

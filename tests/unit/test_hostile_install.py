@@ -127,7 +127,7 @@ def test_check_url_accepts_or_gives_one_line(url: str) -> None:
 
 
 def _redirect(target: str) -> urllib.request.Request | None:
-    handler = helper._CheckedRedirects()
+    handler = helper._redirect_handler()
     request = urllib.request.Request("https://o.github.io/r/packages.json")
     return handler.redirect_request(request, None, 302, "Found", {}, target)
 

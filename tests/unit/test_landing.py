@@ -31,7 +31,7 @@ def test_a_farms_site_charts_the_plan_built_beside_planned() -> None:
     first = expansion.builds[0]
     chart = site_extras(matrix, expansion, [first.id])["coverage.svg"].decode()
     assert ">1 built / " in chart and " planned</text>" in chart
-    assert site_extras(matrix, expansion, [first.id], plan=False).keys() == {"install.py"}
+    assert site_extras(matrix, None, [first.id]).keys() == {"install.py"}
 
 
 def test_the_chart_names_both_counts() -> None:

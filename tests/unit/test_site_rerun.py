@@ -173,9 +173,8 @@ def test_removing_a_tree_follows_no_link(tmp_path: Path) -> None:
 def test_an_unchanged_rerun_loads_no_matrix(tmp_path: Path) -> None:
     """The input key holds every file the matrix is read from, so a rerun that matches it
     reports the site without loading (or expanding) the YAML; a changed wheelhouse loads it."""
-    from wheelfarm.index.write import index_root
-    from wheelfarm.matrix.expand import Expansion, expand
-    from wheelfarm.matrix.load import load_matrix
+    from wheelfarm.index.sources import Policy
+    from wheelfarm.index.write import index_root, load_grid
     from wheelfarm.matrix.model import Matrix
 
     house, out = tmp_path / "house", tmp_path / "site"
@@ -183,10 +182,9 @@ def test_an_unchanged_rerun_loads_no_matrix(tmp_path: Path) -> None:
     wheel(house)
     loads: list[int] = []
 
-    def grid() -> tuple[Matrix, Expansion]:
+    def grid() -> tuple[Matrix, Policy]:
         loads.append(1)
-        matrix = load_matrix(REPO)
-        return matrix, expand(matrix)
+        return load_grid(REPO)
 
     first = index_root(REPO, grid, house, out, title="t")
     again = index_root(REPO, grid, house, out, title="t")

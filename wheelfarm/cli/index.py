@@ -59,12 +59,12 @@ def execute(args: argparse.Namespace) -> int:
         "lock_timeout": args.lock_timeout,
     }
     if args.github is None:
-        from wheelfarm.index.write import index_root
+        from wheelfarm.index.write import index_root, load_grid
 
         root = common.root(args)  # the matrix is loaded only when the site is written
         given = args.wheelhouse or common.WHEELHOUSE
         folder = common.existing_path(given, "--wheelhouse", folder=True)
-        summary = index_root(root, lambda: common.grid(args), folder, args.out, **shared)
+        summary = index_root(root, lambda: load_grid(root), folder, args.out, **shared)
     else:
         from wheelfarm.farm import index_releases
 

@@ -10,10 +10,10 @@ import hashlib
 import io
 import zipfile
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from packaging.metadata import RawMetadata, parse_email
-from wheel.wheelfile import WheelError, WheelFile  # type: ignore[import-untyped]
+if TYPE_CHECKING:
+    from packaging.metadata import RawMetadata
 
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # the zip format's epoch: no build time leaks into a wheel
 SOURCE_DATE_EPOCH = 315532800  # the same instant, for the tools that read SOURCE_DATE_EPOCH
@@ -36,7 +36,11 @@ def dist_info(names: list[str]) -> str:
 
 
 def parse_metadata(data: bytes) -> RawMetadata:
-    """Core metadata fields as packaging reads them (unknown fields are ignored)."""
+    """Core metadata fields as packaging reads them (unknown fields are ignored). Imported
+    here: `wheelfarm index` reads no field but Requires-Python (`requires_python`), and
+    packaging.metadata with the email package is 4 MB of its memory."""
+    from packaging.metadata import parse_email  # noqa: PLC0415 - see above
+
     raw, _ = parse_email(data.decode("utf-8", "replace"))
     return raw
 
@@ -82,7 +86,10 @@ def read_files(wheel: Path) -> dict[str, bytes]:
 
 def record_problems(wheel: Path) -> list[str]:
     """What RECORD gets wrong: a file it does not list or whose hash differs (pip refuses both).
-    Each file is read through WheelFile, which checks it against RECORD."""
+    Each file is read through WheelFile, which checks it against RECORD (imported here, as
+    `parse_metadata`'s packaging.metadata: `wheelfarm index` checks no RECORD)."""
+    from wheel.wheelfile import WheelError, WheelFile  # type: ignore[import-untyped]  # noqa: PLC0415
+
     problems = []
     try:
         with WheelFile(wheel) as wf:
