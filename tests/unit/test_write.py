@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from ghsim.synthetic import SAMPLE, sample_record
 from tests.roots import REPO
-from tests.synthetic import SAMPLE, sample_record
 from wheelfarm.core.record import path_for
 from wheelfarm.core.wheelfile import write_wheel
 from wheelfarm.index import write
