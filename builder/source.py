@@ -203,9 +203,12 @@ def fetch(
     of the farm root. The download or clone stops after `timeout` seconds in all (--timeout),
     so a mirror dripping bytes cannot hold a build."""
     s = source.source
-    if s.subdir is not None and (problem := Source.subdir_problem(s.subdir)) is not None:
-        msg = f"{package}: source subdir {s.subdir!r} {problem}: give a folder inside the source"
-        raise BuildError(msg)  # before any download: the loader refuses it too
+    named = [("subdir", s.subdir)] if s.subdir is not None else []
+    named += [("submodule", p) for p in (s.submodules if isinstance(s.submodules, tuple) else ())]
+    for what, folder in named:
+        if (problem := Source.subdir_problem(folder)) is not None:
+            msg = f"{package}: source {what} {folder!r} {problem}: give a folder inside the source"
+            raise BuildError(msg)  # before any download: the loader refuses it too
     src_root = work / "src"
     shutil.rmtree(src_root, ignore_errors=True)
     if s.sdist is not None and s.sha256 is not None:
@@ -249,7 +252,7 @@ def _clone(
     commit: str,
     dest: Path,
     *,
-    submodules: bool,
+    submodules: bool | tuple[str, ...],
     log: Path,
     timeout: float,
     run: Runner,
@@ -276,7 +279,8 @@ def _clone(
     bounded("fetch", "--quiet", "--depth", "1", "--", url, commit)
     run(["git", "-C", dest, "checkout", "--quiet", "FETCH_HEAD"], log=log)
     if submodules:  # the commits the superproject pins, over the same transports
-        bounded("submodule", "update", "--init", "--recursive", "--depth", "1")
+        only = submodules if isinstance(submodules, tuple) else ()  # `--`: paths, never options
+        bounded("submodule", "update", "--init", "--recursive", "--depth", "1", "--", *only)
 
 
 def _build_folder(package: str, tree: Path, subdir: str) -> Path:

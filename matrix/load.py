@@ -105,7 +105,12 @@ def _versions(f: Document, items: list[dict[str, Any]], root: FarmRoot) -> list[
                     f"{clip(patch)} is not a file name in {root.patches}: put the patch there "
                     f"and name it without a folder",
                 )
-        source = Source(**item["source"])
+        raw = item["source"]
+        source = Source(
+            **{**raw, "submodules": tuple(raw["submodules"])}
+            if isinstance(raw.get("submodules"), list)
+            else raw
+        )
         if source.path is not None:
             try:
                 root.inside(source.path, "source path")
@@ -272,14 +277,31 @@ def _cross_field_checks(
             f"only for kind 'torch-free': a {data['abi']['kind']!r} wheel is always imported "
             f"beside its torch; drop it",
         )
-    for key, value in data.get("env", {}).items():
+    _env_checks(f, data)
+    _arch_checks(f, data["arch"], versions)
+
+
+def _env_checks(f: Document, data: dict[str, Any]) -> None:
+    """Every brace of `env` and `platform_env` is a placeholder, and {archs} has a list to name."""
+    values = [(["env", k], v) for k, v in data.get("env", {}).items()]
+    values += [
+        (["platform_env", platform, k], v)
+        for platform, env in data.get("platform_env", {}).items()
+        for k, v in env.items()
+    ]
+    for where, value in values:
         if set("{}") & set(ENV_PLACEHOLDER.sub("", value)):
             f.add(
-                ["env", key],
-                f"{clip(value)}: a brace must be a placeholder, {{cuda}} (e.g. 13.0) or "
-                f"{{cuda_major}} (e.g. 13)",
+                where,
+                f"{clip(value)}: a brace must be a placeholder, {{cuda}} (e.g. 13.0), "
+                f"{{cuda_major}} (e.g. 13) or {{archs}} (the arch list in arch.format)",
             )
-    _arch_checks(f, data["arch"], versions)
+        elif "{archs}" in value and data["arch"]["via"] == "none":
+            f.add(
+                where,
+                f"{clip(value)}: {{archs}} names no arch under arch.via 'none' (no device code); "
+                f"drop it or give the package an arch list",
+            )
 
 
 def _arch_checks(f: Document, arch: dict[str, Any], versions: list[PackageVersion]) -> None:
@@ -336,6 +358,7 @@ def _package(
         one_arch_per_binary=arch.get("one_arch_per_binary", False),
         local_version_env=data.get("local_version", {}).get("env"),
         env=data.get("env", {}),
+        platform_env=data.get("platform_env", {}),
         import_with_torch=data.get("import_with_torch", False),
         distribution=data.get("distribution"),
         farm_requires=tuple(canonicalize_name(r) for r in data.get("farm_requires", [])),

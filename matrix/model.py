@@ -20,12 +20,13 @@ from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import Facts
 
 AbiKind = Literal["cpython", "abi3", "torch-stable", "torch-free"]
-# what a package's `env` values may name: torch_memory_saver names its binaries by the CUDA major
-ENV_PLACEHOLDER = re.compile(r"\{(cuda|cuda_major)\}")
+# what a package's `env` values may name: torch_memory_saver names its binaries by the CUDA major;
+# a CMake build without torch (llama-cpp-python) takes its arch list inside CMAKE_ARGS
+ENV_PLACEHOLDER = re.compile(r"\{(cuda|cuda_major|archs)\}")
 DIST_PLACEHOLDER = "{cuda_tag}"  # the one placeholder a per-CUDA distribution name takes
 PythonAbi = Literal["cpython", "abi3", "none"]
 ArchVia = Literal["torch", "env", "patch", "none"]  # none: compiles no device code
-ArchFormat = Literal["torch", "semicolon-int", "comma-int"]
+ArchFormat = Literal["torch", "semicolon-int", "comma-int", "cmake"]
 
 
 @dataclass(frozen=True, order=True)
@@ -117,9 +118,20 @@ class ArchList:
         return tuple(a.name for a in self.archs if a.ptx)
 
     def spelled(self, fmt: ArchFormat) -> str:
-        """The list in a package's own variable format ('80;90' for semicolon-int)."""
+        """The list in a package's own variable format ('80;90' for semicolon-int; cmake is
+        CMAKE_CUDA_ARCHITECTURES, SASS as '-real' and PTX as '-virtual', so a plain '90' never
+        adds PTX the policy did not ask for).
+
+        >>> ArchList.parse("9.0;10.0a;12.0+PTX").spelled("cmake")
+        '90-real;100a-real;120-real;120-virtual'
+        """
         if fmt == "torch":
             return self.torch
+        if fmt == "cmake":
+            return ";".join(
+                f"{a.sm}{a.variant}-real" + (f";{a.sm}-virtual" if a.ptx else "")
+                for a in self.archs
+            )
         sep = ";" if fmt == "semicolon-int" else ","
         return sep.join(str(a.sm) for a in self.archs)
 
@@ -214,7 +226,9 @@ class Source:
     sha256: str | None = None
     git: str | None = None
     commit: str | None = None
-    submodules: bool = False  # git: also check out the submodules the commit pins
+    # git: also check out the submodules the commit pins: all (True) or only these paths
+    # (flash-attention's CUTLASS without its ROCm-only composable_kernel and aiter)
+    submodules: bool | tuple[str, ...] = False
     path: str | None = None
     subdir: str | None = None  # sdist, git: the folder to build, relative to the source's root
 
@@ -317,6 +331,8 @@ class Package:
     one_arch_per_binary: bool = False  # tiny-cuda-nn: an extension per arch, each with its PTX
     local_version_env: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    # platform -> variables set on that platform only, over `env` (MSVC's spellings of flags)
+    platform_env: dict[str, dict[str, str]] = field(default_factory=dict)
     build_requires: tuple[str, ...] = ()
     torch_spec: SpecifierSet = field(default_factory=SpecifierSet)
     python_spec: SpecifierSet = field(default_factory=SpecifierSet)
@@ -334,12 +350,21 @@ class Package:
     build_minutes_per_arch: float = 10.0
     gb_per_job: float = 3.0
 
-    def env_for(self, cuda: str) -> dict[str, str]:
-        """The package's variables for one CUDA tag: '{cuda}' becomes its version ('13.0'),
-        '{cuda_major}' its major ('13'); the loader refuses any other brace."""
+    def env_for(
+        self, cuda: str, platform: str | None = None, archs: ArchList | None = None
+    ) -> dict[str, str]:
+        """The package's variables for one build: `env`, then `platform_env` of `platform`
+        over it; '{cuda}' becomes the CUDA version ('13.0'), '{cuda_major}' its major ('13'),
+        '{archs}' the build's arch list in the package's arch format; the loader refuses any
+        other brace."""
         version = cuda_version(cuda)
-        values = {"cuda": str(version), "cuda_major": str(version.major)}
-        return {k: ENV_PLACEHOLDER.sub(lambda m: values[m[1]], v) for k, v in self.env.items()}
+        values = {
+            "cuda": str(version),
+            "cuda_major": str(version.major),
+            "archs": (archs or ArchList(())).spelled(self.arch_format),
+        }
+        merged = {**self.env, **self.platform_env.get(platform or "", {})}
+        return {k: ENV_PLACEHOLDER.sub(lambda m: values[m[1]], v) for k, v in merged.items()}
 
     def distribution_for(self, cuda: str) -> NormalizedName:
         """The wheel's distribution name for one CUDA tag: 'spconv-{cuda_tag}' gives

@@ -48,3 +48,17 @@ def test_the_page_links_the_windows_and_comfyui_doc() -> None:
     page = LANDING.read_text(encoding="utf-8")
     assert 'id="comfyui-doc"' in page and "/blob/HEAD/docs/comfyui.md" in page
     assert (REPO.path / "docs" / "comfyui.md").is_file()
+
+
+def test_the_landing_page_says_where_flash_attn_4_comes_from_and_how_it_sits_beside_2(
+    tmp_path: Path,
+) -> None:
+    house = tmp_path / "house"
+    house.mkdir()
+    wheel(house, "demo_pkg-1.0.0+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl")
+    matrix = load_matrix(REPO)
+    index_wheelhouse(matrix, expand(matrix), house, tmp_path / "site", title="t")
+    page = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "pip install flash-attn-4" in page  # PyPI, not this site
+    assert "flash_attn/cute/" in page  # where the two meet
+    assert "pip install --force-reinstall --no-deps flash-attn-4" in page  # what to do

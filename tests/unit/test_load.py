@@ -249,3 +249,52 @@ def test_validate_warns_about_windows_and_aarch64_rows_no_build_names(
         assert "warning" not in err
     else:
         assert f"warning: {root.packages / 'pkg.yaml'}: {warned}" in err
+
+
+def test_env_may_name_the_arch_list_and_platform_env_loads(
+    matrix_dir: Callable[..., Path],
+) -> None:
+    text = package_yaml(
+        "pkg",
+        abi="{kind: torch-free}",
+        extra="""\
+        arch: {via: env, env: CMAKE_CUDA_ARCHITECTURES, format: cmake}
+        env: {CMAKE_ARGS: '-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES={archs}'}
+        platform_env:
+          win_amd64: {CMAKE_GENERATOR: Ninja}
+        """,
+    )
+    (pkg,) = load_matrix(matrix_dir({"pkg": text})).packages
+    assert pkg.arch_format == "cmake"
+    assert pkg.platform_env == {"win_amd64": {"CMAKE_GENERATOR": "Ninja"}}
+    assert "{archs}" in pkg.env["CMAKE_ARGS"]
+
+
+def test_archs_under_via_none_is_refused(matrix_dir: Callable[..., Path]) -> None:
+    text = package_yaml(
+        "pkg", extra="arch: {via: none}\nplatform_env: {win_amd64: {A: '-x {archs}'}}\n"
+    )
+    with pytest.raises(ConfigError, match=r"platform_env.win_amd64.A: .*\{archs\} names no arch"):
+        load_matrix(matrix_dir({"pkg": text}))
+
+
+def test_a_platform_env_brace_is_checked_as_env_is(matrix_dir: Callable[..., Path]) -> None:
+    text = package_yaml("pkg", extra="platform_env: {win_amd64: {A: '{torch}'}}\n")
+    with pytest.raises(ConfigError, match=r"platform_env.win_amd64.A: .*a brace must be"):
+        load_matrix(matrix_dir({"pkg": text}))
+
+
+def test_submodules_may_name_the_folders_the_build_needs(
+    matrix_dir: Callable[..., Path],
+) -> None:
+    git = 'git: https://github.com/o/r, commit: "' + "0" * 40 + '"'
+    text = package_yaml("pkg").replace(
+        '{sdist: pkg, sha256: "' + "a" * 64 + '"}', "{" + git + ", submodules: [csrc/cutlass]}"
+    )
+    root = matrix_dir({"pkg": text})
+    (pkg,) = load_matrix(root).packages
+    assert pkg.versions[0].source.submodules == ("csrc/cutlass",)
+    bad = text.replace("[csrc/cutlass]", "[csrc/cutlass, ../x]")
+    (root.matrix / "packages" / "pkg.yaml").write_text(bad, encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"versions\[0\].source"):
+        load_matrix(root)
