@@ -29,7 +29,7 @@ from wheelfarm.matrix.watch import (
     parse_torch_wheel,
     propose,
 )
-from wheelfarm.watch import _file_url, _index
+from wheelfarm.watchnet import _file_url, _index
 
 ARCH = {
     "13.0": {"linux_x86_64", "linux_aarch64", "win_amd64"},
