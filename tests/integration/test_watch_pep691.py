@@ -140,9 +140,14 @@ def serving(fake: Fake) -> Iterator[str]:
 
 @pytest.fixture
 def farm(tmp_path: Path) -> Path:
-    """A farm root whose torch.yaml ends at 2.14.1, as it did before torch 2.15."""
+    """A farm root whose torch.yaml ends at 2.14.1, as it did before torch 2.15, with the demo
+    as its one package: the others' upstreams (PyPI sdists, git tags) are the package watch's,
+    tested in test_watch.py, and no fake here serves them."""
     root = tmp_path / "farm"
     shutil.copytree(REPO.matrix, root / "matrix")
+    for package in (root / "matrix" / "packages").glob("*.yaml"):
+        if package.name != "wheelfarm-demo.yaml":
+            package.unlink()
     path = root / "matrix" / "torch.yaml"
     text = path.read_text()
     path.write_text(text[: text.index('  - torch: "2.15.0"')])
