@@ -62,7 +62,12 @@ def _modules() -> list[tuple[str, Path]]:
     return found
 
 
-@pytest.mark.parametrize(("layer", "path"), _modules(), ids=lambda v: str(v).split("main/")[-1])
+def _id(value: str | Path) -> str:
+    """A path's id is relative to the repository root: the same ids in any checkout folder."""
+    return value.relative_to(ROOT).as_posix() if isinstance(value, Path) else value
+
+
+@pytest.mark.parametrize(("layer", "path"), _modules(), ids=_id)
 def test_imports_follow_the_layers(layer: str, path: Path) -> None:
     bad = []
     for line, module in _imports(path):
