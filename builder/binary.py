@@ -12,7 +12,7 @@ family-specific (`sm_120f`). The variant is read there and not from the cubin's 
 CUDA 13's cubins (ELF ABI version 8) carry the same e_flags for sm_90 and sm_90a and for
 sm_120a and sm_120f (measured on nvcc 13.0 output; LLVM's reviewers found the same for `f`,
 llvm/llvm-project#151604), and PTX has no ELF at all. NVIDIA's cuobjdump names each entry the
-same way (`arch = sm_120f`); tests/integration/test_arch_variants.py holds the two together.
+same way (`arch = sm_120f`); tests/integration/test_binary.py holds the two together.
 
 Wheels come from anywhere, so a corrupt file must fail fast and plainly: every loop here moves
 forward and stays inside the bytes it was given, and a broken ELF or PE raises ValueError.

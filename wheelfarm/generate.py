@@ -2,7 +2,7 @@
 the install helper's driver table (`DRIVER_FLOORS` in scripts/wheelfarm_install.py) from
 matrix/drivers.yaml, so the standard-library helper, which reads no YAML, carries the farm's
 floors and never a copy edited by hand. Run `python -m wheelfarm.generate [--check]`;
-tests/unit/test_generated.py fails while a block is stale."""
+tests/unit/test_generate.py fails while a block is stale."""
 
 from __future__ import annotations
 

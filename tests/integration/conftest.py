@@ -5,22 +5,37 @@ per run and shared by the pytest-xdist workers; the torch environment lives in o
 from __future__ import annotations
 
 import fcntl
+import http
+import importlib
 import json
 import os
+import re
 import shutil
+import socketserver
 import subprocess
 import sys
+import threading
+import time
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import pytest
+import yaml
 from packaging.utils import parse_wheel_filename
 
+from ghsim.fakegithub import FakeGitHub, serving
+from ghsim.synthetic import farm_wheel
+from tests.roots import REPO
 from wheelfarm.core.wheelfile import dist_info, write_wheel
+from wheelfarm.github.client import GitHubClient
 from wheelfarm.index.serve import served
+from wheelfarm.matrix.expand import expand
+from wheelfarm.matrix.load import load_matrix
 
 pytestmark = pytest.mark.integration
 
@@ -206,3 +221,220 @@ def retag(wheel: Path, dest_dir: Path, *, label: str, python: str) -> Path:
     dest = dest_dir / f"{wheel.name.split('-')[0]}-{new_version}-{python}-{python}-{platform}.whl"
     write_wheel(dest, files, new)
     return dest
+
+
+NVCC = Path("/usr/local/cuda/bin/nvcc")
+
+
+KERNEL = "__global__ void k(float* x) { x[threadIdx.x] += 1.0f; }\n"
+
+
+def _cuobjdump() -> Path | None:
+    spec = importlib.util.find_spec("nvidia")
+    wheel = [Path(p, "cu13", "bin", "cuobjdump") for p in spec.submodule_search_locations or []]
+    found = [p for p in wheel if p.is_file()] if spec else []
+    on_path = shutil.which("cuobjdump") or shutil.which("cuobjdump", path="/usr/local/cuda/bin")
+    return found[0] if found else Path(on_path) if on_path else None
+
+
+def _cuobjdump_archs(tool: Path, so: Path) -> tuple[set[str], set[str]]:
+    """(cubins, ptx) as cuobjdump lists them: 'Fatbin elf code:' / 'Fatbin ptx code:' then
+    'arch = sm_120f'."""
+    text = subprocess.run([tool, so], check=True, capture_output=True, text=True).stdout
+    found: dict[str, set[str]] = {"elf": set(), "ptx": set()}
+    for kind, arch in re.findall(r"Fatbin (elf|ptx) code:\s*=*\s*arch = (\S+)", text):
+        found[kind].add(arch)
+    return found["elf"], found["ptx"]
+
+
+def make_wheel(
+    folder: Path, name: str, version: str, py: str = "cp312", payload: bytes = b""
+) -> Path:
+    """A small but complete wheel (METADATA, WHEEL, RECORD)."""
+    dist = name.replace("-", "_")
+    info = f"{dist}-{version}.dist-info"
+    files = {
+        f"{dist}/__init__.py": b"# " + payload + b"\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Python: >=3.10\n".encode(),
+        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {py}-{py}-manylinux_2_28_x86_64\n".encode(),
+    }
+    path = folder / f"{dist}-{version}-{py}-{py}-manylinux_2_28_x86_64.whl"
+    write_wheel(path, files, info)
+    return path
+
+
+def client_for(gh: FakeGitHub, **kwargs: Any) -> GitHubClient:
+    return GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t", **kwargs)
+
+
+Answer = Callable[[http.server.BaseHTTPRequestHandler], None]
+
+
+def dripping(content_type: str) -> Answer:
+    """An answer that promises 400 bytes of `content_type` and sends one every 0.5 s (20 s at
+    most, whoever listens): each read is quick, so only an overall deadline stops a reader."""
+
+    def drip(handler: http.server.BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", "400")
+        handler.end_headers()
+        for _ in range(40):
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            time.sleep(0.5)
+
+    return drip
+
+
+def serve(answer: Answer) -> AbstractContextManager[str]:
+    """A one-off server on 127.0.0.1 whose every GET is `answer(handler)`; its base URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            with suppress(BrokenPipeError, ConnectionResetError):  # the client hung up
+                answer(self)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    return serving(Handler)
+
+
+# --- publish's exit code -------------------------------------------------------------------------
+def _farm_wheels(dest: Path, count: int) -> list[Any]:
+    """`count` planned builds of the demo package and the synthetic wheels they promise."""
+    matrix = load_matrix(REPO)
+    builds = [b for b in expand(matrix).builds if b.package == "wheelfarm-demo"][:count]
+    dest.mkdir()
+    for b in builds:
+        farm_wheel(matrix, b, dest)
+    return builds
+
+
+TIMEOUT = 3.0
+
+
+SLACK = 12.0  # interpreter start-up and doctor's probe of --python, not the server's doing
+
+
+@contextmanager
+def _server(answer: bytes, drip: float | None = None) -> Iterator[str]:
+    """A loopback HTTP server that sends `answer` to every request, then (with `drip`) one more
+    body byte every `drip` seconds until the test ends. Yields its root URL."""
+    stop = threading.Event()
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.recv(65536)
+            self.request.sendall(answer)
+            while drip is not None and not stop.wait(drip):
+                self.request.sendall(b" ")
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler) as server:
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/"
+        finally:
+            stop.set()
+            server.shutdown()
+
+
+DRIPPING = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
+
+
+PLATFORM_TAGS = {
+    "linux_x86_64": "manylinux_2_28_x86_64",
+    "linux_aarch64": "manylinux_2_28_aarch64",
+    "win_amd64": "win_amd64",
+}
+
+
+Wheel = tuple[str, str, str, str, bool]  # version, cuda, python, platform, yanked
+
+
+def page(files: Iterable[Wheel], prefix: str) -> str:
+    """A torch project page as download.pytorch.org writes it (absolute paths, %2B, hashes)."""
+    rows = []
+    for version, cuda, python, platform, yanked in files:
+        cp = f"cp{python.replace('.', '')}"
+        name = f"torch-{version}+{cuda}-{cp}-{cp}-{PLATFORM_TAGS[platform]}.whl"
+        attrs = ' data-yanked=""' if yanked else ""
+        rows.append(
+            f'    <a href="{prefix}{cuda}/{quote(name)}#sha256={"0" * 64}" '
+            f'data-dist-info-metadata="sha256={"1" * 64}"{attrs}>{name}</a><br/>'
+        )
+    return (
+        "<!DOCTYPE html>\n<html>\n  <body>\n    <h1>Links for torch</h1>\n"
+        + "\n".join(rows)
+        + "\n  </body>\n</html>\n"
+    )
+
+
+def shipped() -> list[Wheel]:
+    """Every wheel torch.yaml says torch ships (the index as it is today)."""
+    data = yaml.safe_load((REPO.matrix / "torch.yaml").read_text())
+    out = []
+    for r in data["releases"]:
+        lo, hi = (int(v.split(".")[1]) for v in r["python"])
+        for cuda, platforms in r["builds"].items():
+            out += [
+                (r["torch"], cuda, f"3.{m}", p, False) for p in platforms for m in range(lo, hi + 1)
+            ]
+    return out
+
+
+def serve_index(folder: Path, files: list[Wheel]) -> None:
+    (folder / "torch").mkdir(parents=True)
+    (folder / "torch" / "index.html").write_text(page(files, "/whl/"))
+    for cuda in {f[1] for f in files}:
+        (folder / cuda / "torch").mkdir(parents=True)
+        (folder / cuda / "torch" / "index.html").write_text(
+            page([f for f in files if f[1] == cuda], "/whl/")
+        )
+
+
+@pytest.fixture
+def farm(tmp_path: Path) -> Path:
+    root = tmp_path / "farm"
+    shutil.copytree(REPO.matrix, root / "matrix")
+    return root
+
+
+def releases(farm: Path) -> dict[str, dict[str, object]]:
+    data = yaml.safe_load((farm / "matrix" / "torch.yaml").read_text())
+    return {r["torch"].rsplit(".", 1)[0]: r for r in data["releases"]}
+
+
+MINGW = "x86_64-w64-mingw32-gcc"
+
+
+# No C runtime: a DLL's default entry point, defined, keeps msvcrt.dll out of the imports.
+ENTRY = "int __stdcall DllMainCRTStartup(void* h, unsigned r, void* p) { return 1; }\n"
+
+
+def _symbol(name: str) -> str:
+    """f_c10 for c10.dll; PyInit__C, the module's entry point, for _C.pyd."""
+    stem, suffix = name.split(".", 1)
+    return f"PyInit_{stem}" if suffix == "pyd" else f"f_{stem}"
+
+
+def _dll(out: Path, name: str, imports: tuple[Path, ...] = (), *, extra: str = "") -> Path:
+    """A DLL (or .pyd) exporting f_<name>, calling the function of each DLL in `imports`;
+    `extra` is more C source (an asm block adding a section)."""
+    calls = "".join(f"{_symbol(d.name)}();" for d in imports)
+    decls = "".join(f"__declspec(dllimport) int {_symbol(d.name)}(void);\n" for d in imports)
+    src = out / f"{name}.c"
+    src.write_text(
+        f"{ENTRY}{decls}__declspec(dllexport) int {_symbol(name)}(void) {{ {calls} return 0; }}\n"
+        f"{extra}"
+    )
+    dll = out / name
+    subprocess.run(
+        [MINGW, "-shared", "-nostdlib", "-O1", "-s", "-o", dll, src, *imports],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return dll

@@ -8,10 +8,12 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from tests.integration.conftest import DRIPPING, SLACK, TIMEOUT, _server
 from wheelfarm.core.wheelfile import dist_info, read_files, write_wheel
 from wheelfarm.doctor import decode, read_wheel
 
@@ -182,3 +184,14 @@ def test_index_mode_checks_the_offered_wheel_without_downloading_it(
 def test_common_failures_are_decoded(message: str, check: str) -> None:
     decoded = decode(message)
     assert decoded is not None and decoded[0] == check
+
+
+def test_doctor_index_stops_at_its_timeout_while_a_server_drips() -> None:
+    with _server(DRIPPING, drip=10) as url:
+        start = time.monotonic()
+        result = wheelfarm("doctor", "demo", "--index", url, "--timeout", str(TIMEOUT), check=False)
+        took = time.monotonic() - start
+    assert result.returncode == 9, result.stderr
+    assert took < TIMEOUT + SLACK
+    assert "stopped at the overall time limit (--timeout 3s)" in result.stderr
+    assert result.stderr.count("\n") == 1

@@ -2,7 +2,7 @@
 runs it in the pinned container (this machine's CUDA toolkit stands in for the one it installs
 there): the demo built twice through it, the second time from a fresh work folder on the first
 build's compiler cache, as a rerun on a new runner restores it; and a job past its deadline.
-tests/unit/test_build_jobs.py holds the workflow to this script."""
+tests/unit/test_workflows.py holds the workflow to this script."""
 
 from __future__ import annotations
 

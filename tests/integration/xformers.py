@@ -1,5 +1,5 @@
-"""What the two xformers tests share (test_torch_stable.py: 0.0.35 on torch's stable ABI;
-test_abi3_kind.py: 0.0.33.post2, the abi3 kind): the build through the real CLI, and installs by
+"""What the two xformers tests share (test_build_torch_stable.py: 0.0.35 on torch's stable ABI;
+test_build_abi3_kind.py: 0.0.33.post2, the abi3 kind): the build through the real CLI, and installs by
 real pip and uv from a served index, each followed by a call into the binary."""
 
 from __future__ import annotations

@@ -5,19 +5,28 @@ from __future__ import annotations
 
 import io
 import random
-import signal
 import struct
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
-from types import FrameType
 
 import pytest
 from elftools.elf.elffile import ELFFile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.unit.conftest import (
+    FATBINS,
+    FEW,
+    SOME,
+    _mutated,
+    _outcome,
+    _own,
+    _problems_one_arch_per_binary,
+    _wheel_one_arch_per_binary,
+    deadline,
+)
 from wheelfarm.builder.binary import (
     FATBIN_MAGIC,
     KIND_CUBIN,
@@ -30,26 +39,6 @@ from wheelfarm.builder.binary import (
 linux_only = pytest.mark.skipif(
     sys.platform != "linux", reason="the interpreter's own shared objects are ELF on Linux"
 )
-
-
-@contextmanager
-def deadline(seconds: float = 5.0) -> Iterator[None]:
-    """Turn a hang in the body into a test failure (SIGALRM; a no-op where there is none)."""
-    if not hasattr(signal, "SIGALRM"):
-        yield
-        return
-
-    def expire(signum: int, frame: FrameType | None) -> None:
-        msg = f"still running after {seconds}s"
-        raise TimeoutError(msg)
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def entry(kind: int, sm: int, payload: bytes = b"\0" * 16, header: int = 64) -> bytes:
@@ -256,7 +245,7 @@ def test_truncated_pe_raises_value_error(cut: Callable[[bytes], int]) -> None:
 
 
 # The mingw-built DLL whose .nv_fatb holds nvcc 13.0's sm_90 and sm_120a (+PTX) fatbin
-# (tests/unit/fatbins/README.md; tests/integration/test_windows_fatbin.py rebuilds it).
+# (tests/unit/fatbins/README.md; tests/integration/test_binary.py rebuilds it).
 FATBIN_DLL = Path(__file__).parent / "fatbins" / "sm_90_sm_120a_ptx.dll"
 
 
@@ -289,3 +278,123 @@ def test_neither_elf_nor_pe_carries_nothing(data: bytes) -> None:
 def test_bare_magic_raises_value_error(data: bytes) -> None:
     with pytest.raises(ValueError, match=r"(ELF|PE): "):
         inspect_binary(data)
+
+
+def _flagged(kind: int, sm: int, flags: int, header: int = 64) -> bytes:
+    """One entry with `flags` at offset 40 (where nvcc puts the variant bits)."""
+    head = struct.pack("<HHIQ", kind, 0x101, header, 16) + b"\0" * 12 + struct.pack("<I", sm)
+    head = head.ljust(40, b"\0") + struct.pack("<Q", flags)
+    return head.ljust(header, b"\0")[:header] + b"\0" * 16
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_90a", "sm_120a", "sm_120f"])
+def test_nvcc_fatbins_keep_their_variant(arch: str) -> None:
+    cubins, ptx = parse_fatbin((FATBINS / f"{arch}.fatbin").read_bytes())
+    assert cubins == ptx == frozenset({arch})
+
+
+def test_variant_bits_of_hand_built_entries() -> None:
+    blob = container(
+        _flagged(KIND_CUBIN, 100, 0x100011),
+        _flagged(KIND_CUBIN, 120, 0x200011),
+        _flagged(KIND_PTX, 103, 0x300000),  # both bits (no nvcc writes it): the narrower, `a`
+        _flagged(KIND_PTX, 80, 0x11),
+    )
+    assert parse_fatbin(blob) == (
+        frozenset({"sm_100a", "sm_120f"}),
+        frozenset({"sm_103a", "sm_80"}),
+    )
+
+
+def test_a_header_too_short_for_flags_is_a_plain_target() -> None:
+    """Headers of 32-47 bytes end before the flags: read as plain, nothing past the header."""
+    short = struct.pack("<HHIQ", KIND_CUBIN, 0x101, 40, 8) + b"\0" * 12 + struct.pack("<I", 90)
+    blob = container(short.ljust(40, b"\xff") + b"\xff" * 8)
+    assert parse_fatbin(blob) == (frozenset({"sm_90"}), frozenset())
+
+
+def fatbin(entries: list[tuple[int, int]]) -> bytes:
+    """A fatbin container in NVIDIA's layout: (kind, sm) entries with tiny payloads."""
+    body = b""
+    for kind, sm in entries:
+        payload = b"\0" * 16
+        header = struct.pack("<HHIQ", kind, 0x101, 64, len(payload)) + b"\0" * 12
+        header += struct.pack("<I", sm) + b"\0" * (64 - 32)
+        body += header + payload
+    return struct.pack("<IHHQ", FATBIN_MAGIC, 1, 16, len(body)) + body
+
+
+def test_parse_fatbin_reads_sass_and_ptx_across_containers() -> None:
+    blob = fatbin([(2, 80), (2, 90), (1, 90)]) + b"\0" * 8 + fatbin([(2, 120)])
+    cubins, ptx = parse_fatbin(blob)
+    assert cubins == {"sm_80", "sm_90", "sm_120"}
+    assert ptx == {"sm_90"}
+
+
+@pytest.mark.parametrize(
+    ("binaries", "problem"),
+    [
+        ({80: _own(80)}, "no binary holds sm_90"),
+        ({80: [(KIND_CUBIN, 80)], 90: _own(90)}, "_80_C.cpython-311-x86_64-linux-gnu.so: missing PTX for sm_80"),
+        ({80: [*_own(80), (KIND_CUBIN, 90)], 90: _own(90)}, "_80_C.cpython-311-x86_64-linux-gnu.so: holds SASS for sm_80, sm_90, not one arch of 8.0;9.0"),
+        ({80: _own(80), 90: _own(90), 86: _own(86)}, "_86_C.cpython-311-x86_64-linux-gnu.so: holds SASS for sm_86, not one arch"),
+    ],
+)  # fmt: skip
+def test_a_binary_off_the_layout_is_named(
+    tmp_path: Path, binaries: dict[int, list[tuple[int, int]]], problem: str
+) -> None:
+    problems = _problems_one_arch_per_binary(
+        _wheel_one_arch_per_binary(tmp_path, binaries), "8.0;9.0"
+    )
+    assert any(problem in p for p in problems), problems
+
+
+ELF_OR_PE = st.sampled_from([b"\x7fELF", b"\x7fELF\x02\x01\x01", b"\x7fELF\x01\x02\x01", b"MZ"])
+
+
+ENTRIES = st.builds(
+    entry,
+    st.integers(0, 3),  # kind: 1 PTX, 2 cubin, others skipped
+    st.integers(0, 2**32 - 1),  # sm
+    st.binary(max_size=32),
+    header=st.sampled_from([0, 8, 64, 2**32 - 1]) | st.integers(0, 200),
+)
+
+
+CONTAINERS = st.builds(
+    lambda entries, header, size: container(*entries, header=header, size=size),
+    st.lists(ENTRIES, max_size=4),
+    st.sampled_from([0, 16, 0xFFFF]) | st.integers(0, 64),
+    st.none() | st.integers(0, 2**64 - 1),
+)
+
+
+@SOME
+@given(
+    data=st.one_of(
+        st.binary(max_size=512), st.builds(bytes.__add__, ELF_OR_PE, st.binary(max_size=512))
+    )
+)
+def test_inspect_binary_on_bytes(data: bytes) -> None:
+    assert isinstance(_outcome(lambda: inspect_binary(data), ValueError), (BinaryInfo, ValueError))
+
+
+@FEW
+@given(data=st.data())
+@pytest.mark.parametrize("which", ["elf", "pe", "pe_fatbin"])
+def test_inspect_binary_on_mutated_real_files(which: str, data: st.DataObject) -> None:
+    if which == "elf" and sys.platform != "linux":
+        pytest.skip("the interpreter's own shared objects are ELF on Linux")
+    paths = {"pe": launcher("t64.exe"), "pe_fatbin": FATBIN_DLL}
+    path = stdlib_extension() if which == "elf" else paths[which]
+    blob = data.draw(_mutated(path.read_bytes()[:65536]))
+    outcome = _outcome(lambda: inspect_binary(blob), ValueError)
+    assert isinstance(outcome, (BinaryInfo, ValueError))
+    assert "\n" not in str(outcome)  # an error is one line
+
+
+@SOME
+@given(parts=st.lists(CONTAINERS | st.binary(max_size=80), max_size=6))
+def test_parse_fatbin_is_total(parts: list[bytes]) -> None:
+    cubins, ptx = _outcome(lambda: parse_fatbin(b"".join(parts)))
+    assert all(name.startswith("sm_") for name in cubins | ptx)

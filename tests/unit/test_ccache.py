@@ -99,8 +99,8 @@ def test_linux_wrappers_reach_the_torch_envs_headers_through_views(
     tmp_path: Path, tools: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Views in the work folder (read-only hard links of a sealed env's files where mode bits
-    bind, tests/unit/test_env_sharing.py) of torch's headers and the nvidia-* wheels'; the
-    wrappers name them (tests/integration/test_python_groups.py runs the wrappers)."""
+    bind, tests/unit/test_envs.py) of torch's headers and the nvidia-* wheels'; the
+    wrappers name them (tests/integration/test_ccache.py runs the wrappers)."""
     monkeypatch.setattr(ccache, "links_are_safe", lambda: True)
     site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
     (site / "torch" / "include" / "ATen").mkdir(parents=True)

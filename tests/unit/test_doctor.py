@@ -4,25 +4,26 @@ YAML file)."""
 
 from __future__ import annotations
 
-import json
+import io
 import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+import requests
 from packaging.tags import Tag
 
 from tests.roots import REPO
+from tests.unit.conftest import FATBINS, entry, machine
 from wheelfarm import doctor
-from wheelfarm.core.errors import UsageError
+from wheelfarm.builder.binary import parse_fatbin
+from wheelfarm.core.errors import NetworkError, UsageError
 from wheelfarm.core.label import Label
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.scripts import wheelfarm_install as helper
 
 from .conftest import package_yaml
-from .test_install_helper import TORCH, entry, machine
 
 WHEEL = doctor.WheelFacts("x.whl", "x", Label.parse("cu130torch2.14"), Tag("cp312", "cp312", "x"))
 
@@ -75,65 +76,6 @@ def test_a_fork_that_raises_a_floor_in_drivers_yaml_is_held_to_it(
     assert check.needed == "driver >= 590.1.2 (CUDA 13.x)"
 
 
-def test_doctor_and_the_helper_read_one_probe(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """One program asks the interpreter, and both tools read the same cell from its answer."""
-    machine(tmp_path, monkeypatch, [], None)
-    seen: list[list[str]] = []
-    answer = subprocess.run  # machine's stand-in, which answers as Python 3.12 with torch 2.14.1
-
-    def spy(command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        seen.append(command)
-        return answer(command, **kwargs)
-
-    mine = helper.probe("python3.12", spy)
-    env = doctor.probe("python3.12", run=spy)
-    assert seen == [["python3.12", "-c", helper.PROBE]] * 2
-    assert {k: mine[k] for k in helper.CELL} == doctor.cell(env)
-    assert mine["torch_version"] == TORCH and str(env.torch) == f"{TORCH}+cu130"
-
-
-def _covering(version: str, cuda: str = "cu130", torch: str = "2.14") -> dict[str, Any]:
-    wheel = entry(f"{version}+{cuda}torch{torch}")
-    wheel["covers"] = [{"cuda": cuda, "torch": torch, "python": "3.12", "platform": "linux_x86_64"}]
-    return wheel
-
-
-@pytest.mark.parametrize(
-    ("wheels", "helpers", "doctors"),
-    [
-        # the exact cell wins over a newer wheel for another torch, for both tools
-        (["1.0", ("2.0", "cu130", "2.13")], "1.0", "1.0"),
-        # two that cover it: the newer (PEP 440: 1.0.post1 > 1.0)
-        (["1.0", "1.0.post1", ("3.0", "cu126", "2.13")], "1.0.post1", "1.0.post1"),
-        # none covers it: the helper installs nothing, doctor judges the nearest (3 of 4 agree)
-        ([("2.0", "cu130", "2.13"), ("3.0", "cu126", "2.13")], None, "2.0"),
-        # equally near: the newer
-        ([("2.0", "cu130", "2.13"), ("2.1", "cu126", "2.14")], None, "2.1"),
-    ],
-)
-def test_one_ranking_exact_for_the_helper_nearest_for_doctor(
-    wheels: list[str | tuple[str, str, str]],
-    helpers: str | None,
-    doctors: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The same packages.json and the same interpreter answer: the helper's choice is the exact
-    cell's newest wheel, doctor's the nearest one, by the one ranking."""
-    listed = [_covering(w) if isinstance(w, str) else _covering(*w) for w in wheels]
-    machine(tmp_path, monkeypatch, listed, None)
-    base = str(tmp_path) + "/"
-    wheels = helper.read_index(tmp_path.as_uri() + "/")
-    chosen = helper.choose(wheels, "demo", None, helper.probe("python3.12"))
-    picked = doctor._pick(
-        doctor._index_wheels(base, None), "demo", doctor.probe("python3.12"), base
-    )
-    assert (chosen or {}).get("public_version") == helpers
-    assert picked["public_version"] == doctors
-
-
 def test_doctor_keeps_its_messages_for_an_index_without_the_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -158,32 +100,6 @@ def test_an_interpreter_that_does_not_answer_is_a_usage_error(
 
     with pytest.raises(UsageError, match=re.escape(message)):
         doctor.probe("python", run=run)
-
-
-def test_a_missing_torch_is_an_answer_for_doctor_and_a_refusal_for_the_helper(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The probe does not refuse an interpreter without torch: doctor reports it in its torch
-    check, the helper refuses it with its message (a torch that fails to import is named)."""
-    answers = [
-        {"torch_error": "ModuleNotFoundError(\"No module named 'torch'\")"},
-        {"torch_error": "OSError('libcudart.so.13: cannot open shared object file')"},
-    ]
-
-    def run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
-        found = {"python": "3.12", "platform": "linux_x86_64", "torch": None, "cuda": None,
-                 "dist": None, "glibc": "2.39", "path": [], **answers[0]}  # fmt: skip
-        return subprocess.CompletedProcess(command, 0, json.dumps(found), "")
-
-    env = doctor.probe("python", run=run)
-    assert env.torch is None and env.glibc == (2, 39) and "No module named" in str(env.torch_error)
-    with pytest.raises(
-        helper.HelperError, match=r"no CUDA build of torch is installed \(torch=None\)\."
-    ):
-        helper.probe("python", run)
-    answers.pop(0)
-    with pytest.raises(helper.HelperError, match=r"\(torch=None: OSError\('libcudart.so.13"):
-        helper.probe("python", run)
 
 
 def test_doctor_reads_an_installed_package_from_the_interpreters_path(tmp_path: Path) -> None:
@@ -211,3 +127,49 @@ def test_doctor_reads_an_installed_package_from_the_interpreters_path(tmp_path: 
     )
     with pytest.raises(UsageError, match="'other' is not installed in python"):
         doctor.installed("python", env, "other")
+
+
+def _env_arch_variants(cc: tuple[int, int]) -> doctor.Env:
+    return doctor.Env("3.12", "linux_x86_64", (2, 39), None, "13.0", gpu=cc, driver="580.95.05")
+
+
+@pytest.mark.parametrize(
+    ("sass", "cc", "ok"),
+    [(["sm_120a"], (12, 1), False), (["sm_120a"], (12, 0), True), (["sm_120f"], (12, 1), True)],
+)
+def test_doctor_applies_the_rule_to_an_index_entry(
+    sass: list[str], cc: tuple[int, int], ok: bool
+) -> None:
+    facts = doctor._entry_facts(entry(archs={"sass": sass, "ptx": []}))
+    check = doctor._gpu(facts, _env_arch_variants(cc))
+    assert check.ok is ok
+    assert check.needed == f"a GPU these run on: {helper.runs_where(sass[0])}"
+
+
+def test_doctor_reads_the_variant_from_the_binary() -> None:
+    facts = doctor.WheelFacts(
+        "x.whl", "x", Label.parse("cu130torch2.14"), Tag("cp312", "cp312", "x")
+    )
+    blob = (FATBINS / "sm_120a.fatbin").read_bytes()
+    facts.cubins, facts.ptx = (set(found) for found in parse_fatbin(blob))
+    assert not doctor._gpu(facts, _env_arch_variants((12, 1))).ok
+    assert doctor._gpu(facts, _env_arch_variants((12, 0))).ok
+
+
+def test_an_oversized_packages_json_over_http_is_cut_at_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """doctor --index reads a server's packages.json through core.http's capped read: a body
+    past MAX_INDEX_BYTES is refused as it streams in, not held whole and then parsed."""
+
+    class Session:
+        def request(self, method: str, url: str, **_: object) -> requests.Response:
+            response = requests.Response()
+            response.status_code, response.url = 200, url
+            response.raw = io.BytesIO(b" " * 5000)
+            return response
+
+    monkeypatch.setattr(doctor, "MAX_INDEX_BYTES", 100)
+    monkeypatch.setattr(doctor, "make_session", Session)
+    with pytest.raises(NetworkError, match=r"packages\.json: the answer is over 100 bytes"):
+        doctor._index_wheels("https://farm.example/", None)

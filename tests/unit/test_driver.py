@@ -10,8 +10,8 @@ import pytest
 
 from ghsim.synthetic import elf_with_fatbin
 from tests.runner import Recorder
-from wheelfarm.builder import driver
-from wheelfarm.builder.platforms import current
+from wheelfarm.builder import driver, envs, toolchain
+from wheelfarm.builder.platforms import WINDOWS, current
 from wheelfarm.core.wheelfile import write_wheel
 
 
@@ -84,3 +84,15 @@ def test_a_wheel_that_does_not_link_the_driver_gets_no_stub(
     assert driver.wheel_driver_symbols(wheel) == []
     assert driver.import_env(wheel, tmp_path / "stub", {}, tmp_path / "log", run=compiled) == {}
     assert compiled.commands == []
+
+
+def test_the_builder_modules_ask_the_platform(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in (driver, envs, toolchain):
+        monkeypatch.setattr(module, "current", lambda: WINDOWS)
+    assert envs.TorchEnv(tmp_path, "2.14.1", "cu130").python == tmp_path / "Scripts/python.exe"
+    assert driver.link_env(tmp_path, tmp_path, {}, tmp_path / "log") == {}  # no cuda.h read
+    assert driver.import_env(tmp_path / "missing.whl", tmp_path, {}, tmp_path / "log") == {}
+    checked = toolchain.check_compiler(toolchain.Version("13.0"), {}, 13)  # runs no compiler
+    assert checked == "msvc (from vcvars; checked by nvcc)"

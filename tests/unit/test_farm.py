@@ -21,6 +21,8 @@ from wheelfarm.matrix.model import Matrix
 
 if TYPE_CHECKING:
     from wheelfarm.github.client import GitHubClient
+from wheelfarm.farm import job_deadline
+from wheelfarm.github.actions import SAVE_MARGIN_MINUTES
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +123,7 @@ def test_a_group_id_builds_the_pythons_asked_for_oldest_first() -> None:
         farm.choose_targets(matrix, expansion, one, ["3.12"])
     with pytest.raises(UsageError, match="--pythons selects Pythons of a group id"):
         farm.choose_targets(matrix, expansion, farm.TargetQuery(local=True), ["3.12"])
+
+
+def test_the_deadline_counts_from_the_job_start_and_leaves_the_save_margin() -> None:
+    assert job_deadline(1_000_000.0, 360) == 1_000_000.0 + (360 - SAVE_MARGIN_MINUTES) * 60

@@ -20,7 +20,7 @@ FOLDERS = {
 }
 CLI = ROOT / "wheelfarm" / "cli"  # the one package that prints
 # The standalone install helper imports only the standard library, so every layer may import
-# the arch rule it holds (tests/unit/test_arch_variants.py checks that it stays so).
+# the arch rule it holds (tests/unit/test_wheelfarm_install.py checks that it stays so).
 HELPER = "wheelfarm.scripts.wheelfarm_install"
 ALLOWED = {
     "core": {"core"},

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -7,8 +8,22 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
+from tests.unit.conftest import (
+    BASE,
+    FACTS,
+    HOSTILE,
+    MATRIX,
+    TABLE,
+    TORCH_FREE,
+    USER,
+    BASE_farm_requires,
+    MakeRoot,
+    _root,
+    _root_distribution,
+)
 from wheelfarm.core.errors import ConfigError
 from wheelfarm.core.root import FarmRoot
+from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 
 from .conftest import package_yaml
@@ -298,3 +313,188 @@ def test_submodules_may_name_the_folders_the_build_needs(
     (root.matrix / "packages" / "pkg.yaml").write_text(bad, encoding="utf-8")
     with pytest.raises(ConfigError, match=r"versions\[0\].source"):
         load_matrix(root)
+
+
+@pytest.mark.parametrize(
+    ("arch", "key"),
+    [
+        ("arch: {via: none, override: [{archs: '9.0'}]}\n", "arch.override"),
+        ("arch: {via: none, env: PKG_ARCHS}\n", "arch.env"),
+    ],
+)
+def test_via_none_takes_no_arch_list(matrix_dir: Callable[..., Path], arch: str, key: str) -> None:
+    root = matrix_dir({"pkg": package_yaml("pkg", abi=TORCH_FREE, extra=arch)})
+    with pytest.raises(ConfigError, match=rf"pkg.yaml:\d+: {key}: not allowed when via is 'none'"):
+        load_matrix(root)
+
+
+def test_unknown_via_lists_none_among_the_allowed(matrix_dir: Callable[..., Path]) -> None:
+    root = matrix_dir({"pkg": package_yaml("pkg", extra="arch: {via: nothing}\n")})
+    with pytest.raises(
+        ConfigError,
+        match=r"arch.via: 'nothing' is not allowed \(allowed: torch, env, patch, none\)",
+    ):
+        load_matrix(root)
+
+
+def test_the_toolkits_the_issue_found_broken_are_fixed() -> None:
+    assert TABLE.toolkits["cu118"].gcc_toolset == 11  # CUDA 11.8: gcc <= 11
+    assert TABLE.toolkits["cu121"].gcc_toolset == 12  # CUDA 12.1: gcc < 13
+    for tag in ("cu118", "cu121"):  # windows-2022's default MSVC 19.44 is too new for them
+        assert FACTS.runners["windows-2022"].msvc[TABLE.toolkits[tag].msvc_toolset or ""] < 1940
+    for tag, tk in TABLE.toolkits.items():
+        if tk.version.major >= 13:
+            assert {"cuda_crt", "libnvvm"} <= set(TABLE.components_for(tk)), tag
+
+
+def test_every_fact_names_its_source() -> None:
+    sources = [f.source for f in FACTS.cuda.values()]
+    sources += [i.source for i in FACTS.images.values()]
+    sources += [r.source for r in FACTS.runners.values()]
+    assert all(len(s) > 20 for s in sources)
+    assert set(FACTS.cuda) == {tk.minor for tk in TABLE.toolkits.values()}
+
+
+def test_an_unpinned_or_unknown_image_is_refused(matrix_dir: Callable[..., FarmRoot]) -> None:
+    farm = (REPO.matrix / "farm.yaml").read_text()
+    pinned = MATRIX.farm.platforms["linux_x86_64"].container
+    unpinned_farm = farm.replace(pinned, "quay.io/pypa/manylinux_2_28_x86_64:2026.09.30-1")
+    matrix = load_matrix(_root(matrix_dir, farm=unpinned_farm))
+    with pytest.raises(ConfigError) as err:
+        expand(matrix)
+    assert "manylinux_2_28_x86_64:2026.09.30-1' is not pinned by digest" in str(err.value)
+    assert "images has no facts for 'quay.io/pypa/manylinux_2_28_x86_64:2026.09.30-1'" in str(
+        err.value
+    )
+
+
+def test_a_schema_error_names_the_file_and_key(matrix_dir: Callable[..., FarmRoot]) -> None:
+    root = matrix_dir({"demo-pkg": package_yaml()})
+    path = root.matrix / "compat.yaml"
+    path.write_text(path.read_text().replace("gcc_max: 11", "gcc_max: eleven"))
+    with pytest.raises(ConfigError, match=r"compat.yaml:\d+: cuda.11.8.gcc_max: 'eleven' is not"):
+        load_matrix(root)
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ('distribution: "base-cu"\n', "has no {cuda_tag}: it would be one name for every CUDA"),
+        ('distribution: "base-{cuda_tag}-"\n', "is no distribution name once {cuda_tag} is cu130"),
+        ('distribution: "base-{cuda}"\n', "does not match"),
+        ("farm_build_requires: [user]\n", "'user' is not in farm_requires: add it there too"),
+    ],
+)
+def test_the_loader_names_a_bad_value(matrix_dir: MakeRoot, extra: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_matrix(_root_distribution(matrix_dir, base=extra))
+    assert problem in str(info.value)
+    assert "base.yaml" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "key"),
+    [
+        ("newcomer", 'distribution: "Base_{cuda_tag}"\n', "distribution"),  # cumm's, respelled
+        ("base-cu130", "", "distribution"),  # a file named as base's per-CUDA wheel
+    ],
+)
+def test_two_files_of_one_wheel_name_are_refused_naming_both(
+    matrix_dir: MakeRoot, name: str, extra: str, key: str
+) -> None:
+    """Issue 36: a second file claiming `base-cu130` would give its builds base's ids, and
+    `build` of base's id would build the newcomer's source."""
+    user = BASE + "farm_requires: [base]\nfarm_build_requires: [base]\n"
+    root = matrix_dir(
+        {
+            "base": package_yaml("base", extra=BASE + 'distribution: "base-{cuda_tag}"\n'),
+            "user": package_yaml("user", extra=user + 'distribution: "user-{cuda_tag}"\n'),
+            name: package_yaml(name, extra=BASE + extra),
+        }
+    )
+    with pytest.raises(ConfigError) as info:
+        load_matrix(root)
+    (line,) = [p for p in str(info.value).splitlines() if "wheel name" in p]
+    files = sorted([f"{name}.yaml", "base.yaml"])  # the later file is refused, naming the first
+    wanted = rf"{files[1]}: {key}: wheel name 'base-cu1\d+' is also {files[0]}'s: one package file"
+    assert re.search(wanted.replace(".yaml", r"\.yaml"), line)
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ("[nope]", "'nope' is no package of this farm"),
+        ("[user]", "'user' is this package itself"),
+        ("[base, base]", "non-unique"),
+        ("['../x']", "does not match"),
+    ],
+)
+def test_the_loader_names_a_bad_requirement(matrix_dir: MakeRoot, given: str, problem: str) -> None:
+    root = matrix_dir(
+        {
+            "base": package_yaml("base", extra=BASE_farm_requires),
+            "user": package_yaml("user", extra=USER + f"farm_requires: {given}\n"),
+        }
+    )
+    with pytest.raises(ConfigError) as info:
+        load_matrix(root)
+    assert problem in str(info.value)
+    assert "user.yaml" in str(info.value)
+
+
+def test_the_loader_refuses_a_cycle(matrix_dir: MakeRoot) -> None:
+    root = matrix_dir(
+        {
+            "a": package_yaml("a", extra=BASE_farm_requires + "farm_requires: [b]\n"),
+            "b": package_yaml("b", extra=BASE_farm_requires + "farm_requires: [c]\n"),
+            "c": package_yaml("c", extra=BASE_farm_requires + "farm_requires: [a]\n"),
+        }
+    )
+    with pytest.raises(ConfigError) as info:
+        load_matrix(root)
+    assert "a cycle: a -> b -> c -> a" in str(info.value)
+
+
+def test_the_shipped_tinycudann_file_asks_for_the_layout() -> None:
+    packages = {p.name: p for p in load_matrix(REPO).packages}
+    assert packages["tinycudann"].one_arch_per_binary
+    assert not packages["simple-knn"].one_arch_per_binary
+
+
+GIT = 'git: https://github.com/o/r, commit: "' + "0" * 40 + '"'
+
+
+SDIST = 'sdist: pkg, sha256: "' + "a" * 64 + '"'
+
+
+def _package(source: str) -> str:
+    """A package file whose one version has `source` (a YAML flow mapping's inside)."""
+    body = package_yaml("pkg")
+    start, end = body.index("versions:"), body.index("abi:")
+    return f'{body[:start]}versions:\n  - {{version: "1.0", source: {{{source}}}}}\n{body[end:]}'
+
+
+@pytest.mark.parametrize("form", [GIT, SDIST], ids=["git", "sdist"])
+@pytest.mark.parametrize("subdir", HOSTILE)
+def test_the_loader_refuses_a_subdir_outside_the_source(
+    subdir: str, form: str, matrix_dir: MakeRoot
+) -> None:
+    root = matrix_dir({"pkg": _package(f"{form}, subdir: {json.dumps(subdir)}")})
+    with pytest.raises(ConfigError) as info:
+        load_matrix(root)
+    (problem,) = info.value.problems
+    assert "versions[0].source.subdir:" in problem
+    assert f"{subdir!r} does not match the folder inside the source" in problem
+    assert "never absolute, never '..'" in problem
+
+
+@pytest.mark.parametrize("form", [GIT, SDIST], ids=["git", "sdist"])
+def test_a_subdir_is_carried_into_the_source(form: str, matrix_dir: MakeRoot) -> None:
+    matrix = load_matrix(matrix_dir({"pkg": _package(f"{form}, subdir: hopper")}))
+    (package,) = [p for p in matrix.packages if p.name == "pkg"]
+    assert package.versions[0].source.subdir == "hopper"
+
+
+def test_a_path_source_takes_no_subdir(matrix_dir: MakeRoot) -> None:
+    with pytest.raises(ConfigError, match=r"unknown key 'subdir'"):
+        load_matrix(matrix_dir({"pkg": _package("path: demo, subdir: x")}))

@@ -17,8 +17,17 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from ghsim.synthetic import SAMPLE, sample_record
+from tests.roots import REPO
+from tests.runner import Recorder
+from tests.unit.conftest import REQUIRED, _distinct, _house, _options
+from wheelfarm import farm
+from wheelfarm.builder.build import BuildOptions
+from wheelfarm.builder.importcheck import install_farm_wheel
 from wheelfarm.core import record
-from wheelfarm.core.record import BuildRecord, RecordError
+from wheelfarm.core.errors import VerifyError
+from wheelfarm.core.record import BuildRecord, RecordError, path_for
+from wheelfarm.matrix.expand import expand
+from wheelfarm.matrix.load import load_matrix
 
 ROOT = Path(__file__).parents[2]
 SCHEMA = json.loads((ROOT / "matrix" / "schema" / "build-record.schema.json").read_text())
@@ -246,3 +255,85 @@ def test_any_bytes_are_a_record_or_one_line(raw: bytes) -> None:
 def test_sample_record_is_the_written_one() -> None:
     assert sample_record(build_id="x").build_id == "x"
     assert sample_record().to_object() == WRITTEN_V2
+
+
+def test_every_recorded_option_is_a_build_option_of_a_type_that_takes_it() -> None:
+    options = typing.get_type_hints(BuildOptions)
+    for name, hint in typing.get_type_hints(record.RecordedOptions).items():
+        assert name in options, f"RecordedOptions.{name} is no BuildOptions field"
+        assert hint is options[name] or hint in typing.get_args(options[name]), name
+
+
+def test_what_a_build_records_a_rebuild_builds_with(tmp_path: Path) -> None:
+    recorded = record.RecordedOptions(**_distinct(record.RecordedOptions))
+    again = _options(tmp_path, python="3.12").replaying(recorded)
+    assert again.recorded() == recorded
+    assert (again.out_dir, again.python) == (tmp_path / "out", "3.12")  # the rest kept
+    fresh = _options(tmp_path)
+    assert fresh.replaying(None) == fresh  # a version 1 record kept none: the defaults
+
+
+def test_rebuild_and_compare_builds_with_the_records_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    matrix = load_matrix(REPO)
+    expansion = expand(matrix)
+    build = next(b for b in expansion.builds if b.package == "wheelfarm-demo")
+    recorded = record.RecordedOptions(**_distinct(record.RecordedOptions))
+    wheel = tmp_path / "w.whl"
+    wheel.write_bytes(b"wheel")
+    facts = sample_record(build_id=build.id, options=recorded)
+    facts = dataclasses.replace(facts, wheel=dataclasses.replace(facts.wheel, filename=wheel.name))
+    record.path_for(wheel).write_text(facts.to_json())
+    seen: list[BuildOptions] = []
+
+    class StopBuildError(Exception):
+        pass
+
+    def run_build(target: object, opts: BuildOptions) -> typing.NoReturn:
+        seen.append(opts)
+        raise StopBuildError
+
+    monkeypatch.setattr(farm, "run_build", run_build)
+    with pytest.raises(StopBuildError):
+        farm.rebuild_and_compare(
+            matrix, expansion, wheel, record.path_for(wheel), cache=tmp_path, python="3.12"
+        )
+    (opts,) = seen
+    assert opts.recorded() == recorded
+    assert (opts.cache, opts.python) == (tmp_path, "3.12")
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({"wheel": None}, "no build record of it"),
+        (
+            {"build_id": "other-1.0.0-cu130torch2.14-cp312-linux_x86_64"},
+            "its build record is of 'other-1.0.0-",
+        ),
+        ({"stale": True}, "its bytes are not the ones its build record hashed (a stale"),
+    ],
+)
+def test_a_wheelhouse_wheel_its_record_does_not_vouch_for_is_not_installed(
+    tmp_path: Path, changes: dict[str, Any], problem: str
+) -> None:
+    """Issue 36: build code writes --out; a wheel with the pinned name and no record (a `.pth`
+    in it runs code in the build venv), another build's record, or a stale wheel is refused
+    and pip never runs."""
+    run = Recorder()
+    wheel = _house(tmp_path / "house")
+    if changes.pop("stale", False):
+        wheel.write_bytes(b"an earlier build")
+    if changes.pop("wheel", 1) is None:
+        path_for(wheel).unlink()
+    if changes:
+        path_for(wheel).write_text(sample_record(**changes).to_json())
+    with pytest.raises(VerifyError) as info:
+        install_farm_wheel(
+            tmp_path / "py", REQUIRED, wheel.parent, log=tmp_path / "l", for_wheel="u.whl", run=run
+        )
+    _, line = str(info.value).splitlines()
+    assert f"{REQUIRED.pin} (farm_requires): {wheel}: {problem}" in line
+    assert "nothing was installed" in line
+    assert run.commands == []

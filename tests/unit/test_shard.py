@@ -4,6 +4,7 @@ stubs, the cache merge, the link build's hit check, and the plan's shard and lin
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from tests.roots import REPO
 from tests.runner import Recorder
 from wheelfarm.builder import shard
+from wheelfarm.builder.platforms import windows
 from wheelfarm.builder.shard import Split
 from wheelfarm.core.errors import BuildError, UsageError
 from wheelfarm.github.actions import JOB_KEYS, plan_document
@@ -201,3 +203,33 @@ def test_link_jobs_wait_for_their_compile_shards_in_their_lanes_shard() -> None:
 def test_parse_ninja_takes_any_text_without_a_traceback(text: str) -> None:
     for statement in shard.parse_ninja(text):
         assert statement.rule
+
+
+def test_windows_passes_a_non_build_ninja_call_on_by_its_status(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def fail(argv: list[str]) -> str:
+        msg = "ninja: error"
+        raise BuildError(msg)
+
+    failing = Recorder(fail)
+    monkeypatch.setenv("WHEELFARM_REAL_NINJA", "C:/tools/ninja.exe")
+    assert shard.shim_main(["-t", "compdb"], platform=windows.Windows(failing)) == 1
+    assert failing.commands == [["C:/tools/ninja.exe", "-t", "compdb"]]
+    assert shard.shim_main(["--version"], platform=windows.Windows(Recorder())) == 0
+
+
+def test_a_windows_compile_shard_links_its_husk_unresolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ran: Recorder
+) -> None:
+    ninja = tmp_path / "tools" / "ninja"
+    ninja.parent.mkdir()
+    ninja.write_text("")
+    ninja.chmod(0o755)
+    monkeypatch.setattr(shard, "current", lambda: windows.Windows(ran))
+    env = {"PATH": str(ninja.parent), "NVCC_CCBIN": "cl.exe", "LINK": "/DEBUG"}
+    out = shard.prepare(env, shard.Split(shard=1, count=2), src=tmp_path, work=tmp_path)
+    assert out["LINK"] == "/DEBUG /FORCE:UNRESOLVED"
+    assert out["PATH"].split(os.pathsep)[0] == str(tmp_path / "split" / "bin")
+    assert out["WHEELFARM_EMPTY_OBJECT"] == str(tmp_path / "split" / "empty.obj")
+    assert ran.commands[0][:3] == ["cl.exe", "/nologo", "/c"]

@@ -1,76 +1,27 @@
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 
 from tests.roots import REPO
+from tests.unit.conftest import CP311, SHA, W, W_site, entry_site, index, wheel, wheelhouse_catalog
 from wheelfarm.core.errors import SiteError
-from wheelfarm.index.entries import Covered, WheelEntry, covers_from_name
 from wheelfarm.index.site import Site, build_site
 from wheelfarm.matrix.load import load_matrix
 
-SHA = "ab" * 32
-
-
-def entry(filename: str, **kw: object) -> WheelEntry:
-    base = {
-        "filename": filename,
-        "url": f"https://example.invalid/dl/{filename.replace('+', '%2B')}",
-        "sha256": SHA,
-        "size": 10,
-        "covers": (Covered(cuda="cu130", torch="2.14", python="3.12", platform="linux_x86_64"),),
-    }
-    return WheelEntry(**{**base, **kw})  # type: ignore[arg-type]
-
-
-W = "flash_attn-2.8.3+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl"
-
-
-def test_project_page_is_pep503_with_escaping(tmp_path: Path) -> None:
-    e = entry(
-        W, requires_python=">=3.9,<4", yanked='broken "kernels" <sm90>', metadata_sha256="cd" * 32
-    )
-    build_site([e], tmp_path, templates=REPO.templates)
-    page = (tmp_path / "cu130" / "torch2.14" / "flash-attn" / "index.html").read_text()
-    assert (
-        f'href="https://example.invalid/dl/flash_attn-2.8.3%2Bcu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl#sha256={SHA}"'
-        in page
-    )
-    assert 'data-requires-python="&gt;=3.9,&lt;4"' in page
-    assert 'data-yanked="broken &#34;kernels&#34; &lt;sm90&gt;"' in page
-    assert (
-        f'data-core-metadata="sha256={"cd" * 32}" data-dist-info-metadata="sha256={"cd" * 32}"'
-        in page
-    )
-    assert f">{W}</a>" in page
-    root = (tmp_path / "cu130" / "torch2.14" / "index.html").read_text()
-    assert '<a href="flash-attn/">flash-attn</a>' in root
-
-
-def test_no_metadata_attribute_without_a_published_metadata_file(tmp_path: Path) -> None:
-    build_site([entry(W)], tmp_path, templates=REPO.templates)
-    page = (tmp_path / "cu130" / "torch2.14" / "flash-attn" / "index.html").read_text()
-    assert "data-core-metadata" not in page and "data-dist-info-metadata" not in page
-
-
-def test_unchanged_input_rewrites_nothing(tmp_path: Path) -> None:
-    first = build_site([entry(W)], tmp_path, templates=REPO.templates)
-    assert first.written
-    mtimes = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
-    again = build_site([entry(W)], tmp_path, templates=REPO.templates)
-    assert again.written == 0 and again.removed == []
-    assert mtimes == {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
-
 
 def test_refuses_to_lose_published_wheels(tmp_path: Path) -> None:
-    other = W.replace("cp312-cp312", "cp311-cp311")
-    build_site([entry(W), entry(other)], tmp_path, templates=REPO.templates)
+    other = W_site.replace("cp312-cp312", "cp311-cp311")
+    build_site([entry_site(W_site), entry_site(other)], tmp_path, templates=REPO.templates)
     with pytest.raises(
         SiteError, match=r"would drop 1 published wheel\(s\): .*cp311.*--allow-removal"
     ):
-        build_site([entry(W)], tmp_path, templates=REPO.templates)
-    result = build_site([entry(W)], tmp_path, templates=REPO.templates, allow_removal=True)
+        build_site([entry_site(W_site)], tmp_path, templates=REPO.templates)
+    result = build_site(
+        [entry_site(W_site)], tmp_path, templates=REPO.templates, allow_removal=True
+    )
     assert result.written  # manifest and pages changed
     assert other not in (tmp_path / "packages.json").read_text()
 
@@ -84,32 +35,8 @@ def test_files_cannot_escape_the_output_folder(name: str, tmp_path: Path) -> Non
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site.lock", "x.whl"]  # no temp tree
 
 
-def test_collapsed_wheels_are_listed_under_every_combo(tmp_path: Path) -> None:
-    matrix = load_matrix(REPO)
-    stable = "fa3-3.0.0+cu130torch2.10.stable-cp310-abi3-manylinux_2_28_x86_64.whl"
-    covers = covers_from_name(stable, matrix).covers
-    assert {c.torch for c in covers} == {"2.10", "2.11", "2.12", "2.13", "2.14", "2.15"}
-    assert {c.python for c in covers} == {"3.10", "3.11", "3.12", "3.13", "3.14", "3.15"}
-    free = covers_from_name("kern-1.0+cu126-cp312-cp312-win_amd64.whl", matrix).covers
-    assert {c.torch for c in free} == {
-        "2.6",
-        "2.7",
-        "2.8",
-        "2.9",
-        "2.10",
-        "2.11",
-        "2.12",
-        "2.13",
-        "2.14",
-    }
-    result = build_site([entry(stable, covers=covers)], tmp_path, templates=REPO.templates)
-    assert result.combos == 6  # torch 2.10 to 2.15
-    for minor in ("2.10", "2.15"):
-        assert (tmp_path / "cu130" / f"torch{minor}" / "fa3" / "index.html").is_file()
-
-
 def test_yanked_version_in_yaml_marks_its_wheels(matrix_dir: object, tmp_path: Path) -> None:
-    from tests.unit.test_index_owned import wheelhouse_catalog
+    from tests.unit.conftest import wheelhouse_catalog
     from wheelfarm.core.wheelfile import write_wheel
     from wheelfarm.index.sources import yanked_versions
 
@@ -141,3 +68,88 @@ def test_yanked_version_in_yaml_marks_its_wheels(matrix_dir: object, tmp_path: P
     page = (tmp_path / "site" / "cu130" / "torch2.14" / "demo-pkg" / "index.html").read_text()
     assert 'data-yanked="wrong sm_90 kernels"' in page
     assert 'href="../../../files/demo_pkg-1.0.0%2Bcu130torch2.14-' in page
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("x" * 230 + "-1.0-py3-none-any.whl", "over 240 characters"),
+        ("démo-1.0-py3-none-any.whl", "printable ASCII"),
+        ("demo\u202egpj-1.0-py3-none-any.whl", "printable ASCII"),
+        ("notes.whl", "not a wheel's"),
+    ],
+)
+def test_a_wheelhouse_name_of_no_shape_is_refused_unread_and_unwritten(
+    tmp_path: Path, name: str, why: str
+) -> None:
+    house, out = tmp_path / "house", tmp_path / "site"
+    house.mkdir()
+    (house / name).write_bytes(b"not read")
+    with Site(out) as site, wheelhouse_catalog(house, None, {}, site) as wheels:
+        site.commit(wheels, templates=REPO.templates, unfiled=wheels.account())
+        ((reason, names),) = wheels.refused.items()
+    assert why in reason
+    assert names == [name if name.isascii() and name.isprintable() else ascii(name)]
+    assert not (out / "files").exists()
+
+
+def test_out_may_not_be_a_link(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "out").symlink_to(tmp_path / "real")
+    with pytest.raises(SiteError, match="is a link or a file"):
+        build_site([], tmp_path / "out", templates=REPO.templates)
+
+
+def digests(site: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(site)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in site.rglob("*")
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("change", ["replaced", "added", "removed"])
+def test_a_changed_rerun_writes_what_a_cold_build_writes(
+    change: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    house, out, cold = tmp_path / "house", tmp_path / "site", tmp_path / "cold"
+    house.mkdir()
+    wheel(house, body=b"a")
+    wheel(house, CP311)
+    assert index(house, out) == 0
+    if change == "replaced":
+        wheel(house, body=b"b")
+    elif change == "added":
+        wheel(house, W.replace("cp312-cp312", "cp313-cp313"))
+    else:
+        (house / CP311).unlink()
+        assert index(house, out) == SiteError.exit_code  # not without --allow-removal
+    assert index(house, out, "--allow-removal") == 0
+    assert index(house, cold) == 0
+    assert digests(out) == digests(cold)
+    assert (out / "files" / W).read_bytes() == (house / W).read_bytes()
+    capsys.readouterr()
+
+
+def test_an_unchanged_rerun_loads_no_matrix(tmp_path: Path) -> None:
+    """The input key holds every file the matrix is read from, so a rerun that matches it
+    reports the site without loading (or expanding) the YAML; a changed wheelhouse loads it."""
+    from wheelfarm.index.sources import Policy
+    from wheelfarm.index.write import index_root, load_grid
+    from wheelfarm.matrix.model import Matrix
+
+    house, out = tmp_path / "house", tmp_path / "site"
+    house.mkdir()
+    wheel(house)
+    loads: list[int] = []
+
+    def grid() -> tuple[Matrix, Policy]:
+        loads.append(1)
+        return load_grid(REPO)
+
+    first = index_root(REPO, grid, house, out, title="t")
+    again = index_root(REPO, grid, house, out, title="t")
+    assert (len(loads), again.counts(), again.written) == (1, first.counts(), 0)
+    wheel(house, CP311)
+    assert index_root(REPO, grid, house, out, title="t").wheels == 2
+    assert len(loads) == 2

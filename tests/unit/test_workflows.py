@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
+from ghsim.actions.cron import CronError, next_fire
+from ghsim.actions.standins import PINS
 from tests.roots import REPO
 from tests.workflows import run_block
+from wheelfarm.cli import main
+from wheelfarm.core.errors import UsageError
 from wheelfarm.github.actions import JOB_KEYS, github_outputs, plan_document, shard_outputs
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
@@ -129,3 +137,141 @@ def test_pages_deploys_from_the_default_branch_after_every_farm_run() -> None:
     assert pages["concurrency"]["cancel-in-progress"] is False  # type: ignore[index]
     assert pages["jobs"]["deploy"]["environment"]["name"] == "github-pages"  # type: ignore[index]
     assert "--github" in run_block("pages.yml", "index", "Build the index from Releases")
+
+
+ROOT = Path(__file__).parents[2]
+
+
+USES = re.compile(r"uses:\s*([\w.-]+/[\w./-]+)@([0-9a-f]{40})\s*#\s*(v[\d.]+)")
+
+
+SHIPPED = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_every_pinned_action_runs_on_node_24(path: Path) -> None:
+    found = USES.findall(path.read_text(encoding="utf-8"))
+    assert found
+    for action, sha, version in found:
+        pin = PINS.get(sha)
+        assert pin is not None, f"{path.name}: {action}@{sha} is not in the model's table"
+        assert action.startswith(pin.action), f"{path.name}: {sha} is {pin.action}, not {action}"
+        assert version == pin.version, (
+            f"{path.name}: {action} says {version}, the SHA is {pin.version}"
+        )
+        assert pin.using == "node24", f"{path.name}: {action} {version} runs on {pin.using}"
+
+
+def test_the_fixtures_pins_are_known_too() -> None:
+    for path in (ROOT / "tests" / "actions" / "fixtures" / "before").glob("*.yml"):
+        for action, sha, _ in USES.findall(path.read_text(encoding="utf-8")):
+            assert sha in PINS, f"fixture {path.name}: {action}@{sha}"
+
+
+def test_pages_daily_line_fires_at_04_17_each_day() -> None:
+    assert next_fire("17 4 * * *", 0) == 257
+    assert next_fire("17 4 * * *", 257) == 1440 + 257
+
+
+def test_steps_lists_and_weekdays() -> None:
+    assert next_fire("*/15 * * * *", 0) == 15
+    assert next_fire("0 0,12 * * *", 1) == 720
+    # the epoch, 2026-12-01, is a Tuesday: Sunday 00:00 is 5 days on
+    assert next_fire("0 0 * * 0", 0) == 5 * 1440
+
+
+@pytest.mark.parametrize("line", ["", "61 * * * *", "* * * *", "x * * * *", "*/0 * * * *"])
+def test_a_bad_line_is_one_error_naming_it(line: str) -> None:
+    with pytest.raises(CronError, match="cron"):
+        next_fire(line, 0)
+
+
+@given(st.text(max_size=30), st.floats(0, 1e6))
+def test_any_line_fires_later_or_is_refused(line: str, after: float) -> None:
+    with contextlib.suppress(CronError):
+        assert next_fire(line, after) > after
+
+
+def _build(name: str) -> dict[str, Any]:
+    return dict(yaml.safe_load((WORKFLOWS / name).read_text())["jobs"]["build"])
+
+
+def _step(job: dict[str, Any], needle: str) -> dict[str, Any]:
+    return next(s for s in job["steps"] if needle in s.get("name", "") + s.get("uses", ""))
+
+
+def test_job_flags_come_together(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO.path)
+    demo = "wheelfarm-demo-0.1.0-cu130torch2.14-cp312-linux_x86_64"
+    code = main(["build", demo, "--job-started", "1700000000"])
+    assert code == UsageError.exit_code
+    assert "--job-started and --job-minutes go together" in capsys.readouterr().err
+
+
+def test_limits_come_from_the_plan_and_the_clock_from_the_job_start() -> None:
+    job = _build("build.yml")
+    assert job["timeout-minutes"] == "${{ matrix.target.timeout }}"  # shard sets self-hosted's
+    assert job["env"]["JOB_MINUTES"] == "${{ matrix.target.minutes }}"
+    assert "JOB_STARTED" in job["steps"][0]["run"]  # the first step starts the clock
+    assert "JOB_STARTED" in job["steps"][1]["run"]  # ... on Windows too
+    for name in ("Build, repair, verify (scripts", "Build, repair (delvewheel)"):
+        assert _step(job, name)["timeout-minutes"] == "${{ matrix.target.step }}"
+
+
+def test_a_self_hosted_label_brings_its_own_limit(tmp_path: Path) -> None:
+    """`shard --runner PLATFORM=LABEL --limit-minutes N`: that platform's jobs on the label, the
+    job N minutes, its step at most GitHub's 360 and the build's clock at most 375."""
+    from wheelfarm.github.actions import self_hosted
+
+    job = {
+        "platform": "win_amd64",
+        "runner": "windows-2022",
+        "timeout": 90,
+        "step": 75,
+        "minutes": 90,
+    }
+    assert self_hosted(job, {"linux_x86_64": "big"}, 1440) == job
+    assert self_hosted(job, {"win_amd64": "gpu-box"}, 1440) == {
+        "platform": "win_amd64", "runner": "gpu-box", "timeout": 1440, "step": 360, "minutes": 375,
+    }  # fmt: skip
+
+
+def test_the_cache_is_restored_always_and_saved_only_when_the_build_did_not_finish() -> None:
+    job = _build("build.yml")
+    restore = _step(job, "actions/cache/restore@")
+    save = _step(job, "actions/cache/save@")
+    assert "if" not in restore
+    assert save["if"] == (
+        "${{ failure() && (steps.build.outcome == 'failure' || "
+        "steps.build-windows.outcome == 'failure') }}"
+    )
+    assert restore["with"]["path"] == save["with"]["path"] == ".wheelfarm/cache/ccache"
+    assert restore["with"]["restore-keys"].strip() == "ccache-${{ matrix.target.id }}-"
+    assert _step(job, "Build, repair, verify (scripts")["id"] == "build"
+    assert _step(job, "Build, repair (delvewheel)")["id"] == "build-windows"
+
+
+def test_linux_runs_the_entry_point_in_the_pinned_image_and_cleans_only_hosted_hosts() -> None:
+    job = _build("build.yml")
+    assert "container" not in job  # the job clock starts before the image is pulled
+    assert job["env"]["IMAGE"] == "${{ matrix.target.container }}"  # from the plan
+    run = _step(job, "Build, repair, verify (scripts")["run"]
+    assert '"$IMAGE" scripts/farm-job.sh' in run
+    assert "--env JOB_STARTED --env JOB_MINUTES" in run
+    clean = _step(job, "Free disk")
+    assert clean["if"] == (
+        "${{ runner.environment == 'github-hosted' && matrix.target.platform != 'win_amd64' }}"
+    )
+
+
+def test_windows_runs_wheelfarm_in_its_own_python_and_builds_the_group() -> None:
+    job = _build("build.yml")
+    target = _step(job, "The group's Pythons (Windows)")
+    tool = _step(job, "A Python for wheelfarm itself (Windows")
+    assert target["with"]["python-version"] == "${{ matrix.target.python }}"  # every one
+    assert tool["with"]["python-version"] == "3.12"
+    build = _step(job, "Build, repair (delvewheel)")
+    assert "--pythons $env:PYTHONS" in build["run"]  # found in the tool cache (find_python)
+    assert "--job-started $env:JOB_STARTED --job-minutes $env:JOB_MINUTES" in build["run"]

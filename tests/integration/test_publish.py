@@ -1,0 +1,391 @@
+"""Tests of what publish does (filed by module: tests/README.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import http
+import json
+import os
+import re
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ghsim.fakegithub import FakeGitHub, fake_github
+from ghsim.synthetic import sample_record
+from tests.integration.conftest import _farm_wheels, client_for, make_wheel, serve, wheelfarm
+from tests.roots import REPO
+from wheelfarm.core.errors import NetworkError, PublishError
+from wheelfarm.core.record import Timing, path_for
+from wheelfarm.github.client import GitHubClient
+from wheelfarm.github.publish import Publisher, publish
+from wheelfarm.github.releases import ReleasesSource
+from wheelfarm.index.site import build_site
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _fast_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GitHub's hour in 3.6 s, for the fake and the client alike: pacing is tested, not waited."""
+    monkeypatch.setenv("WHEELFARM_GITHUB_TIME_SCALE", "1000")
+
+
+def test_publish_twice_uploads_nothing_the_second_time(tmp_path: Path) -> None:
+    wheels = [
+        make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14", py) for py in ("cp311", "cp312")
+    ]
+    with fake_github() as gh:
+        pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
+        first = publish(wheels, pub)
+        assert sorted(first.uploaded) == sorted(
+            [w.name for w in wheels] + [f"{w.name}.metadata" for w in wheels]
+        )
+        assert first.releases == {"demo-pkg-v1.0"}
+        uploads_before = sum(1 for m, p in gh.log if m == "POST" and p.startswith("/uploads"))
+        second = publish(wheels, pub)
+        uploads_after = sum(1 for m, p in gh.log if m == "POST" and p.startswith("/uploads"))
+    assert second.uploaded == []
+    assert len(second.skipped) == 4
+    assert uploads_after == uploads_before
+    (release,) = gh.releases
+    names = {a["name"] for a in release["assets"]}
+    assert "SHA256SUMS" not in names  # every asset carries GitHub's digest instead
+    wheel_asset = next(a for a in release["assets"] if a["name"] == wheels[0].name)
+    assert wheel_asset["digest"] == "sha256:" + hashlib.sha256(wheels[0].read_bytes()).hexdigest()
+    assert wheel_asset["label"] == "Requires-Python >=3.10"
+
+
+def test_an_identical_rebuild_with_a_new_record_is_already_there(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14")
+
+    def write_record(created: str) -> None:
+        timing = Timing(created=created, steps_seconds={"compile": 81.0}, ccache={})
+        path_for(wheel).write_text(sample_record(timing=timing).to_json())
+
+    write_record("2026-01-01T00:00:00+00:00")
+    with fake_github() as gh:
+        pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
+        publish([wheel], pub)
+        write_record("2026-02-01T00:00:00+00:00")  # rebuilt: same bytes, new times
+        again = publish([wheel], pub)
+        (release,) = gh.releases
+        records = [a for a in release["assets"] if a["name"].startswith("records-")]
+        (published,) = [json.loads(gh.blobs[a["id"]]) for a in records]
+    assert again.uploaded == [] and sorted(again.skipped) == [wheel.name, f"{wheel.name}.metadata"]
+    # no times: the same hash
+    assert published == {wheel.name: sample_record().published().to_object()}
+
+
+def test_a_different_asset_with_the_same_name_is_refused(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14", payload=b"original")
+    with fake_github() as gh:
+        pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
+        publish([wheel], pub)
+        (tmp_path / "rebuilt").mkdir()
+        rebuilt = make_wheel(
+            tmp_path / "rebuilt", "demo-pkg", "1.0+cu130torch2.14", payload=b"rebuilt"
+        )
+        other = make_wheel(tmp_path / "rebuilt", "demo-pkg", "1.0+cu130torch2.14", py="cp311")
+        with pytest.raises(
+            PublishError,
+            match=r"already published with different bytes: .* in release 'demo-pkg-v1\.0'.*"
+            r"Nothing was uploaded",
+        ):
+            publish([other, rebuilt], pub)
+        assert other.name not in {a["name"] for a in gh.releases[0]["assets"]}
+        (release,) = gh.releases
+        blob = gh.blobs[next(a["id"] for a in release["assets"] if a["name"] == wheel.name)]
+    assert blob == wheel.read_bytes()  # nothing was overwritten
+
+
+def test_a_full_release_rolls_over(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14")
+    with fake_github() as gh:
+        full = gh.add_release("demo-pkg-v1.0")
+        for i in range(999):
+            gh.add_asset(full, f"filler-{i}.txt", b"x")
+        pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
+        report = publish([wheel], pub)
+        assert report.releases == {"demo-pkg-v1.0-2"}
+        assert len(full["assets"]) <= 1000
+        again = publish([wheel], pub)
+    assert again.uploaded == []
+    assert [r["tag_name"] for r in gh.releases] == ["demo-pkg-v1.0", "demo-pkg-v1.0-2"]
+
+
+def test_index_reads_three_pages_of_assets_through_a_rate_limit(tmp_path: Path) -> None:
+    """105 wheels x (wheel + .metadata) + SHA256SUMS = 211 assets: three pages at per_page=100;
+    the first page answers 403 rate-limited once, with a reset time."""
+    house = tmp_path / "house"
+    house.mkdir()
+    wheels = [
+        make_wheel(house, "demo-pkg", "1.0+cu130torch2.14", f"cp3{10 + i}", payload=str(i).encode())
+        for i in range(4)
+    ]
+    many = [make_wheel(house, f"pkg-{i:03d}", "2.0+cu126torch2.13") for i in range(105)]
+    slept: list[float] = []
+    with fake_github() as gh:
+        pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
+        publish(wheels, pub)
+        gh.with_digest = False  # a release from before GitHub added digests: SHA256SUMS instead
+        big = gh.add_release("many-v2.0")
+        for w in many:
+            gh.add_asset(big, w.name, w.read_bytes())
+            gh.add_asset(
+                big,
+                w.name + ".metadata",
+                b"Metadata-Version: 2.1\nName: x\nVersion: 2.0\nRequires-Python: >=3.9\n",
+            )
+        gh.add_asset(
+            big,
+            "SHA256SUMS",
+            "".join(
+                f"{hashlib.sha256(w.read_bytes()).hexdigest()}  {w.name}\n" for w in many
+            ).encode(),
+        )
+        gh.rate_limited[f"/repos/{gh.repo}/releases/{big['id']}/assets"] = 1
+        source = ReleasesSource(GitHubClient(gh.repo, api=gh.base, token="t", sleep=slept.append))
+        entries = source.entries(None, {})
+        asset_pages = [p for m, p in gh.log if m == "GET" and "/assets?" in p]
+    assert len(entries) == 109
+    big_pages = [p for p in asset_pages if f"/releases/{big['id']}/" in p]
+    # page 1 twice (403 rate-limited, then retried after the reset), then pages 2 and 3
+    pages = [m[1] if (m := re.search(r"[?&]page=(\d+)", p)) else "1" for p in big_pages]
+    assert pages == ["1", "1", "2", "3"]
+    assert len(slept) == 1 and 0 <= slept[0] <= 2  # honoured X-RateLimit-Reset
+    by_name = {e.filename: e for e in entries}
+    assert (
+        by_name[many[7].name].sha256 == hashlib.sha256(many[7].read_bytes()).hexdigest()
+    )  # from SHA256SUMS
+    assert by_name[many[7].name].requires_python == ">=3.9"
+    assert by_name[wheels[0].name].url.startswith(f"{gh.base}/download/demo-pkg-v1.0/")
+    result = build_site(entries, tmp_path / "site", templates=REPO.templates)
+    assert result.combos == 2
+    page = (tmp_path / "site" / "cu126" / "torch2.13" / "pkg-007" / "index.html").read_text()
+    assert "%2Bcu126torch2.13" in page and 'data-core-metadata="sha256=' in page
+
+
+def test_a_broken_upload_leaves_a_starter_asset_that_the_publisher_clears(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14", payload=b"x" * 4096)
+    with fake_github(FakeGitHub(break_uploads={wheel.name})) as gh:
+        pub = Publisher(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
+        report = publish([wheel], pub)
+        (release,) = gh.releases
+        mine = [a for a in release["assets"] if a["name"] == wheel.name]
+        deletes = [p for m, p in gh.log if m == "DELETE"]
+    assert wheel.name in report.uploaded
+    assert len(mine) == 1 and mine[0]["state"] == "uploaded"
+    assert gh.blobs[mine[0]["id"]] == wheel.read_bytes()
+    assert len(deletes) == 1  # the starter asset, and nothing that was whole
+
+
+def test_two_runs_creating_one_release_at_once(tmp_path: Path) -> None:
+    """The other run's POST won the race: ours gets 422 and uses theirs."""
+    wheel = make_wheel(tmp_path, "demo-pkg", "1.0+cu130torch2.14")
+
+    class Late(Publisher):
+        looks = 0
+
+        def find(self, tag: str) -> dict[str, Any] | None:
+            self.looks += 1
+            if self.looks <= 2:  # our looks before the other run created it
+                return None
+            return super().find(tag)
+
+    with fake_github() as gh:
+        gh.add_release("demo-pkg-v1.0")
+        pub = Late(GitHubClient(gh.repo, api=gh.base, uploads=f"{gh.base}/uploads", token="t"))
+        report = publish([wheel], pub)
+    assert report.releases == {"demo-pkg-v1.0"} and len(gh.releases) == 1
+    assert ("POST", f"/repos/{gh.repo}/releases") in gh.log
+
+
+VERSION = "1.0+cu130torch2.14"
+
+
+def send_json(handler: http.server.BaseHTTPRequestHandler, body: object) -> None:
+    data = json.dumps(body).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+def test_an_api_that_answers_for_every_tag_is_bounded(tmp_path: Path) -> None:
+    """`publish` asks for base, base-2, ... until a tag is missing; a server that has every one
+    is given MAX_RELEASES of them and a one-line error, not an endless walk."""
+    asked = []
+
+    def every_tag(handler: http.server.BaseHTTPRequestHandler) -> None:
+        asked.append(handler.path)
+        if len(asked) > 4 * 64:  # past any bound: a missing tag, so an unbounded walk fails
+            handler.send_error(404)
+        elif "/releases/tags/" in handler.path:
+            tag = handler.path.rsplit("/", 1)[-1]
+            send_json(handler, {"id": len(asked), "tag_name": tag, "draft": False})
+        else:
+            send_json(handler, [])
+
+    wheel = make_wheel(tmp_path, "demo-pkg", VERSION)
+    with serve(every_tag) as base:
+        client = GitHubClient("octo/farm", api=base, uploads=f"{base}/uploads", token="t")
+        with pytest.raises(NetworkError, match="64 releases of one version already exist"):
+            publish([wheel], Publisher(client))
+    assert len(asked) <= 2 * 64
+
+
+# --- drafts and immutable releases --------------------------------------------------------------
+def test_with_immutable_releases_a_release_is_filled_as_a_draft_and_published_last(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = [make_wheel(tmp_path, "demo-pkg", VERSION, py) for py in ("cp311", "cp312")]
+    later = make_wheel(tmp_path, "demo-pkg", VERSION, "cp313")
+    with fake_github(FakeGitHub(immutable_releases=True)) as gh:
+        pub = Publisher(client_for(gh))
+        report = publish(first, pub)
+        (release,) = gh.releases
+        assert release["draft"] is False and release["immutable"] is True
+        assert {a["name"] for a in release["assets"]} >= {w.name for w in first}
+        assert report.releases == {"demo-pkg-v1.0"} and not report.left
+        again = publish([*first, later], pub)  # a new wheel of that version, later
+        refusals = [p for m, p in gh.log if m == "POST" and p.startswith("/uploads")]
+    assert {w.name for w in first} <= set(again.skipped)
+    assert again.releases == {"demo-pkg-v1.0-2"} and not again.left
+    assert [(r["tag_name"], r["draft"], r["immutable"]) for r in gh.releases] == [
+        ("demo-pkg-v1.0", False, True),
+        ("demo-pkg-v1.0-2", False, True),
+    ]
+    assert "release demo-pkg-v1.0 is immutable" in caplog.text
+    assert len(refusals) == 2 + 1 + 2 + 1  # wheels, .metadata and records: no upload refused
+
+
+def test_a_draft_whose_tag_another_job_published_meanwhile_takes_the_next_tag(
+    tmp_path: Path,
+) -> None:
+    wheel = make_wheel(tmp_path, "demo-pkg", VERSION)
+
+    class Raced(Publisher):
+        def finish(self, release: dict[str, Any], free_tags: Iterable[str]) -> dict[str, Any]:
+            gh.add_release(release["tag_name"])  # the other job, a moment ahead
+            return super().finish(release, free_tags)
+
+    with fake_github() as gh:
+        report = publish([wheel], Raced(client_for(gh)))
+    assert report.releases == {"demo-pkg-v1.0-2"}
+    mine = next(r for r in gh.releases if r["tag_name"] == "demo-pkg-v1.0-2")
+    assert mine["draft"] is False and wheel.name in {a["name"] for a in mine["assets"]}
+
+
+# --- rate limits ---------------------------------------------------------------------------------
+def test_a_bare_403_on_an_upload_is_waited_out(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, "demo-pkg", VERSION)
+    slept: list[float] = []
+    with fake_github(FakeGitHub(bare_refusals={"/uploads": 1})) as gh:
+        report = publish([wheel], Publisher(client_for(gh, sleep=slept.append)))
+    assert wheel.name in report.uploaded
+    assert 0.06 in slept  # GitHub's minute, on the scaled clock
+
+
+def test_publishers_sharing_one_token_pace_from_its_headers(tmp_path: Path) -> None:
+    """Three jobs at once against a 30-request hour: they slow down together as the shared
+    X-RateLimit-Remaining falls, and none is refused."""
+    jobs = []
+    for j in range(3):
+        folder = tmp_path / f"job{j}"
+        folder.mkdir()
+        pys = ("cp310", "cp311", "cp312", "cp313")
+        jobs.append([make_wheel(folder, f"pkg-{j}", VERSION, py) for py in pys])
+    reports: list[Any] = [None] * 3
+    with fake_github(FakeGitHub(primary_limit=30)) as gh:
+
+        def run(j: int) -> None:
+            reports[j] = publish(jobs[j], Publisher(client_for(gh)))
+
+        threads = [threading.Thread(target=run, args=(j,)) for j in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        asked = len(gh.log)
+    assert all(r is not None and not r.left and len(r.uploaded) == 8 for r in reports)
+    assert gh.refused == 0 and asked > 30  # it took more than one hour's budget, unrefused
+
+
+def test_publish_exits_8_when_its_budget_runs_out_naming_what_is_left(tmp_path: Path) -> None:
+    _farm_wheels(tmp_path / "dist", 4)
+    with fake_github(FakeGitHub(primary_limit=6)) as gh:
+        result = wheelfarm("publish", tmp_path / "dist", "--repo", gh.repo, "--api", gh.base,
+                           "--uploads", f"{gh.base}/uploads", "--deadline-minutes", "16",
+                           check=False, env={**os.environ, "GITHUB_TOKEN": "t"})  # fmt: skip
+    assert result.returncode == 8, result.stdout + result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert "wheels published and" in line and "left" in line and "re-run the failed jobs" in line
+
+
+def test_publish_expect_names_planned_builds_with_no_wheel(tmp_path: Path) -> None:
+    """The shard planned three builds and two wheels arrived: exit 8 naming the third. Once
+    the third is published (its job rerun), the same publish exits 0."""
+    builds = _farm_wheels(tmp_path / "all", 3)
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    for wheel in sorted((tmp_path / "all").glob("*.whl"))[:2]:
+        for f in (wheel, wheel.with_name(wheel.name + ".build.json")):
+            (dist / f.name).write_bytes(f.read_bytes())
+    shard = tmp_path / "shard.json"
+    shard.write_text(
+        json.dumps({"name": "linux_x86_64-1", "include": [{"id": b.id} for b in builds]})
+    )
+    env = {**os.environ, "GITHUB_TOKEN": "t"}
+    with fake_github() as gh:
+        args = (
+            "--repo",
+            gh.repo,
+            "--api",
+            gh.base,
+            "--uploads",
+            f"{gh.base}/uploads",
+            "--expect",
+            shard,
+        )
+        missing = wheelfarm("publish", dist, *args, check=False, env=env)
+        wheelfarm("publish", tmp_path / "all", *args[:-2], env=env)  # the rerun job's wheel
+        complete = wheelfarm("publish", dist, *args, check=False, env=env)
+    built = {b.id for b in builds}
+    here = {line for line in built if line in missing.stderr}
+    assert missing.returncode == 8, missing.stderr
+    assert "1 planned build(s) have no wheel here and are not published" in missing.stderr
+    assert len(here) == 1
+    assert complete.returncode == 0, complete.stderr
+
+
+def test_publish_expect_refuses_a_file_that_is_no_shard(tmp_path: Path) -> None:
+    _farm_wheels(tmp_path / "dist", 1)
+    shard = tmp_path / "shard.json"
+    shard.write_text('{"include": [{"cuda": "cu130"}]}')
+    result = wheelfarm("publish", tmp_path / "dist", "--repo", "octo/farm", "--api",
+                       "http://127.0.0.1:9", "--expect", shard, check=False)  # fmt: skip
+    assert result.returncode == 2 and "not a shard of the plan" in result.stderr
+
+
+def test_publish_refuses_a_wheel_its_batch_did_not_plan_and_uploads_nothing(
+    tmp_path: Path,
+) -> None:
+    """Issue 36: build code writes the wheelhouse that becomes dist/. A planned build of
+    another batch beside this batch's wheel: exit 8 naming it, and no request reaches GitHub."""
+    planned, _ = _farm_wheels(tmp_path / "dist", 2)
+    shard = tmp_path / "shard.json"
+    shard.write_text(json.dumps({"name": "linux_x86_64-1", "include": [{"id": planned.id}]}))
+    with fake_github() as gh:
+        result = wheelfarm("publish", tmp_path / "dist", "--repo", gh.repo, "--api", gh.base,
+                           "--uploads", f"{gh.base}/uploads", "--expect", shard, check=False,
+                           env={**os.environ, "GITHUB_TOKEN": "t"})  # fmt: skip
+    assert result.returncode == 8, result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert "1 wheel(s) here are not this batch's planned builds" in line
+    assert "(not planned)" in line and "Nothing was uploaded" in line
+    assert gh.log == []

@@ -1,0 +1,26 @@
+"""Tests of what policy does (filed by module: tests/README.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.roots import REPO
+from wheelfarm.builder.policy import library_policy
+
+
+def test_pe_imports_are_read_from_a_real_windows_binary() -> None:
+    """distlib's Windows launchers (the ones pip writes console scripts with): real PE32+ and
+    PE32 files."""
+    import distlib
+
+    from wheelfarm.builder.binary import inspect_binary
+
+    folder = Path(distlib.__file__).parent
+    for exe in ("t64.exe", "t32.exe"):
+        info = inspect_binary((folder / exe).read_bytes())
+        assert "KERNEL32.dll" in info.needed
+        assert not info.has_device_code
+        policy = library_policy(REPO, "windows")
+        assert all(policy.is_system(dll) for dll in info.needed)  # case-insensitive on Windows
+    assert library_policy(REPO, "windows").is_provided("C10.DLL")
+    assert not library_policy(REPO, "linux").is_provided("LIBC10.SO")

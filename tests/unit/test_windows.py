@@ -1,0 +1,165 @@
+"""Tests of what windows does (filed by module: tests/README.md)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.roots import REPO
+from tests.runner import Recorder
+from wheelfarm.builder import ccache
+from wheelfarm.builder.platforms import WINDOWS, linux, windows
+from wheelfarm.builder.platforms.windows import append_nvcc_flags
+from wheelfarm.builder.target import resolve
+from wheelfarm.builder.wrapper import SPEC, Spec, command
+from wheelfarm.matrix.expand import expand
+from wheelfarm.matrix.load import load_matrix
+
+
+def test_each_makes_its_empty_object_with_its_host_compiler(tmp_path: Path, ran: Recorder) -> None:
+    obj = windows.Windows(ran).empty_object({"NVCC_CCBIN": "C:/msvc/cl.exe", "PATH": ""}, tmp_path)
+    assert obj == tmp_path / "empty.obj"
+    src = str(tmp_path / "empty.c")
+    assert ran.commands.pop() == ["C:/msvc/cl.exe", "/nologo", "/c", src, f"/Fo{obj}"]
+    cc = tmp_path / "bin" / "cc"
+    cc.parent.mkdir()
+    cc.write_text("")
+    cc.chmod(0o755)
+    assert linux.Linux(ran).empty_object({"PATH": str(cc.parent)}, tmp_path) == tmp_path / "empty.o"
+    assert ran.commands.pop() == [str(cc), "-c", src, "-o", str(tmp_path / "empty.o")]
+    assert (tmp_path / "empty.c").read_text().startswith("/* stub object")
+
+
+CL_RULE = "cl /showIncludes $cflags -c $in /Fo$out $post_cflags"
+
+
+NVCC_RULE = (
+    "$nvcc --generate-dependencies-with-compile --dependency-output $out.d "
+    "$cuda_cflags -c $in -o $out $cuda_post_cflags"
+)
+
+
+COMMON_MSVC_FLAGS = ("/MD", "/wd4819", "/wd4251", "/wd4244", "/wd4267", "/wd4275", "/wd4018",
+                     "/wd4190", "/wd4624", "/wd4067", "/wd4068", "/EHsc")  # fmt: skip
+
+
+CUDA_CFLAGS = (
+    "-std=c++17", *(a for f in COMMON_MSVC_FLAGS for a in ("-Xcompiler", f)), "--use-local-env",
+    "-Xcudafe", "--diag_suppress=base_class_has_different_dll_interface", "-IC:/torch/include",
+)  # fmt: skip
+
+
+# sageattention's msvc patch (matrix/patches/sageattention-2.2.0-msvc.patch) adds these to its
+# nvcc flags: they arrive in cuda_post_cflags and must reach nvcc as they are
+PACKAGE_NVCC = ("-O3", "-D_WIN32=1", "-DUSE_CUDA=1")
+
+
+# What vcvars64 sets that the farm imports (scripts/install-cuda-windows.ps1), as recorded
+VCVARS = {
+    "INCLUDE": "C:/VS/VC/Tools/MSVC/14.44.35207/include;C:/Kits/10/include/10.0.26100.0/ucrt",
+    "LIB": "C:/VS/VC/Tools/MSVC/14.44.35207/lib/x64;C:/Kits/10/lib/10.0.26100.0/ucrt/x64",
+    "LIBPATH": "C:/VS/VC/Tools/MSVC/14.44.35207/lib/x64",
+    "VCToolsVersion": "14.44.35207",
+    "WindowsSDKVersion": "10.0.26100.0/",
+}
+
+
+def _expand(rule: str, variables: dict[str, str]) -> list[str]:
+    """The argv ninja starts for `rule` (no variable here holds a space; Windows splits the
+    command line at spaces)."""
+    return re.sub(r"\$([A-Za-z0-9_-]+)", lambda m: variables[m[1]], rule).split()
+
+
+def _exe(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(path.name.encode())
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def farm_env(tmp_path: Path) -> dict[str, str]:
+    """The environment a cu130 Windows build compiles in: vcvars' variables, the toolkit, ccache
+    and MSVC's cl.exe on PATH, then the farm's compile_env, the target's nvcc_flags and shims."""
+    _exe(tmp_path / "tools" / "ccache")
+    _exe(tmp_path / "msvc" / "cl.exe")
+    _exe(tmp_path / "cuda" / "bin" / "nvcc.exe")
+    env = {
+        **VCVARS,
+        "PATH": os.pathsep.join([str(tmp_path / "tools"), str(tmp_path / "msvc")]),
+        "NVCC_APPEND_FLAGS": "-DFROM_THE_PACKAGE",
+    }
+    env.update(WINDOWS.compile_env(env, tmp_path))
+    matrix = load_matrix(REPO)
+    target = resolve(matrix, expand(matrix), "pytorch3d-0.7.9-cu130torch2.14-cp312-win_amd64")
+    env.update(append_nvcc_flags(env, target.nvcc_flags))
+    torch = tmp_path / "env" / "Lib" / "site-packages" / "torch" / "include"
+    (torch / "torch").mkdir(parents=True)
+    return ccache.wrap_compilers(
+        env, tmp_path / "cuda", tmp_path / "shims", base=tmp_path, platform=WINDOWS,
+        headers=ccache.Headers(torch=torch),
+    )  # fmt: skip
+
+
+def test_the_cl_rule_starts_the_farms_wrapper_which_runs_ccache_and_the_real_cl(
+    tmp_path: Path, farm_env: dict[str, str]
+) -> None:
+    torch = tmp_path / "env" / "Lib" / "site-packages" / "torch" / "include"
+    argv = _expand(CL_RULE, {"cflags": f"/O2 -I{torch}", "in": "C:/src/a.cpp",
+                             "out": "a.obj", "post_cflags": "/std:c++17"})  # fmt: skip
+    assert argv == ["cl", "/showIncludes", "/O2", f"-I{torch}", "-c", "C:/src/a.cpp",
+                    "/Foa.obj", "/std:c++17"]  # fmt: skip
+    path = farm_env["PATH"].split(os.pathsep)
+    # Windows takes the first cl on PATH: the farm's launcher (builder/wrapper.py), which runs
+    # ccache with MSVC's own cl.exe and the arguments, torch's folder as its view
+    assert path[0] == str(tmp_path / "shims") and (tmp_path / "shims" / "cl").is_file()
+    spec = Spec.from_env(farm_env)
+    assert command("cl", argv[1:], spec, farm_env) == [
+        str(tmp_path / "tools" / "ccache"), str(tmp_path / "msvc" / "cl.exe"), "/showIncludes",
+        "/O2", f"-I{tmp_path / 'torch-include'}", "-c", "C:/src/a.cpp", "/Foa.obj", "/std:c++17",
+    ]  # fmt: skip
+    assert WINDOWS.rewrites_arguments is True
+
+
+def test_the_nvcc_rule_runs_ccache_then_nvcc_with_torchs_and_the_farms_flags(
+    tmp_path: Path, farm_env: dict[str, str]
+) -> None:
+    torch = tmp_path / "env" / "Lib" / "site-packages" / "torch" / "include"
+    given = [f"-I{torch}" if a == "-IC:/torch/include" else a for a in CUDA_CFLAGS]
+    argv = _expand(
+        NVCC_RULE,
+        {"nvcc": farm_env["PYTORCH_NVCC"], "cuda_cflags": " ".join(given),
+         "in": "C:/src/k.cu", "out": "k.obj", "cuda_post_cflags": " ".join(PACKAGE_NVCC)},
+    )  # fmt: skip
+    assert argv[0] == str(tmp_path / "shims" / "nvcc.exe")  # the farm's launcher
+    # nvcc's flag variables (the package's first, compat.yaml's CUDA 13 flag after) go onto its
+    # command line, where ccache hashes them; nvcc runs NVCC_CCBIN, MSVC's own cl.exe
+    assert farm_env["NVCC_APPEND_FLAGS"].split() == [
+        "-DFROM_THE_PACKAGE", "-Xcompiler", "/Zc:preprocessor",
+    ]  # fmt: skip
+    cuda_cflags = [f"-I{tmp_path / 'torch-include'}" if a == "-IC:/torch/include" else a
+                   for a in CUDA_CFLAGS]  # fmt: skip
+    assert command("nvcc", argv[1:], Spec.from_env(farm_env), farm_env) == [
+        str(tmp_path / "tools" / "ccache"), str(tmp_path / "cuda" / "bin" / "nvcc.exe"),
+        "--generate-dependencies-with-compile", "--dependency-output", "k.obj.d",
+        *cuda_cflags, "-c", "C:/src/k.cu", "-o", "k.obj", *PACKAGE_NVCC,
+        "-DFROM_THE_PACKAGE", "-Xcompiler", "/Zc:preprocessor",
+    ]  # fmt: skip
+    assert farm_env["NVCC_CCBIN"] == str(tmp_path / "msvc" / "cl.exe")
+
+
+def test_the_environment_keeps_vcvars_and_adds_only_the_farms_variables(
+    tmp_path: Path, farm_env: dict[str, str]
+) -> None:
+    assert {k: farm_env[k] for k in VCVARS} == VCVARS
+    added = set(farm_env) - {*VCVARS, "PATH", "NVCC_APPEND_FLAGS"}
+    assert added == {"DISTUTILS_USE_SDK", "TORCH_NO_COMPILER_WRAPPER", "PYTORCH_NVCC",
+                     "NVCC_CCBIN", SPEC}  # fmt: skip
+    assert farm_env["DISTUTILS_USE_SDK"] == "1"  # torch's build refuses vcvars without it
+    assert farm_env["TORCH_NO_COMPILER_WRAPPER"] == "1"  # ccache already wraps: no second one
+    assert farm_env["PATH"].split(os.pathsep) == [
+        str(tmp_path / "shims"), str(tmp_path / "tools"), str(tmp_path / "msvc"),
+    ]  # fmt: skip
