@@ -1,22 +1,15 @@
 #!/usr/bin/env python3
-"""Install a wheelfarm wheel that matches this machine: the torch (and its CUDA) already installed
-in the target Python, that Python's version, the platform, the GPU and the driver. Standalone
-(standard library only): copy it anywhere, or fetch it from a farm's site (`<site>/install.py`).
+"""Install the wheelfarm wheel that matches this machine's torch, CUDA, Python, platform, GPU and
+driver. Standard library only: copy it anywhere, or fetch it from a farm (`<site>/install.py`).
 
     python install.py flash-attn --index https://OWNER.github.io/REPO/
     python install.py causal-conv1d==1.7.0 --index URL --python .venv/bin/python --uv
     python install.py flash-attn --index URL --print-requirement [url|hash]
 
-From `<index>/packages.json` it picks the newest wheel (PEP 440) covering this (CUDA, torch, Python,
-platform), refuses one with no SASS or PTX for the GPU `nvidia-smi` reports or too old a driver for
-its CUDA (`--ignore-gpu` goes on), and runs pip (or uv) on that (CUDA, torch) index with the
-installed torch pinned, or prints a hash-pinned requirement (url: `name @ URL#sha256=...`; hash:
-`name==VERSION --hash=sha256:...`). A pin names the full local version (`==2.8.3+cu130torch2.14`),
-which only the farm's index has. The index is https (http to loopback only, redirects included)
-or file, read with a size cap within `--timeout` seconds; its sha256 and version are checked
-before they go into a command. Exit codes: 0 installed (or printed), 1 no matching wheel, 2 bad
-usage or a --python that does not run or has no torch, 3 the index cannot be read, 4 the wheel
-will not run on this GPU or driver; else pip's own. Errors are one line on stderr.
+It takes the newest fitting wheel of `<index>/packages.json` and runs pip (or uv) with the
+installed torch pinned (docs/install.md says how and why). Exit codes: 0 installed (or printed),
+1 no matching wheel, 2 bad usage or a --python without torch, 3 the index cannot be read, 4 the
+wheel will not run on this GPU or driver; else pip's own. Errors are one line on stderr.
 """
 
 from __future__ import annotations
@@ -157,9 +150,8 @@ def check_url(url: str, what: str, *, local: bool = True, code: int = USAGE) -> 
 
 
 def _redirect_handler() -> HTTPRedirectHandler:
-    """A handler that follows a redirect only where --index could point: https, or http to
-    loopback. urllib.request is imported here, not at the top: `wheelfarm index` imports this
-    file for its arch names, and urllib.request with http.client is 2 MB of its memory."""
+    """A handler that follows a redirect only to https, or http on loopback (imported late: the
+    index imports this file for ARCH, and urllib.request is 2 MB of its memory)."""
     import urllib.request  # noqa: PLC0415 - see above
 
     class CheckedRedirects(urllib.request.HTTPRedirectHandler):
@@ -174,8 +166,8 @@ def _redirect_handler() -> HTTPRedirectHandler:
 
 
 def _fetch(url: str, timeout: float) -> bytes:
-    """The body at `url` (at most MAX_INDEX_BYTES + 1 bytes) within `timeout` seconds in all: a
-    daemon thread reads it, so a server that sends a byte every few seconds cannot outlast it."""
+    """The body at `url` (at most MAX_INDEX_BYTES + 1 bytes) within `timeout` s: a daemon thread
+    reads it, so a server sending a byte every few seconds cannot outlast it."""
     import urllib.request  # noqa: PLC0415 - see _redirect_handler
 
     got: list[bytes] = []
@@ -195,9 +187,8 @@ def _fetch(url: str, timeout: float) -> bytes:
     if failed:
         raise failed[0]
     if not got:
-        msg = f"cannot read {url} within --timeout {timeout:g}s (the server is too slow); "
-        msg += "retry later or raise --timeout"
-        raise HelperError(msg, UNREADABLE_INDEX)
+        msg = f"cannot read {url} within --timeout {timeout:g}s (the server is too slow)"
+        raise HelperError(msg + "; retry later or raise --timeout", UNREADABLE_INDEX)
     return got[0]
 
 
@@ -214,8 +205,7 @@ def ask(python: str, run: Run | None = None) -> dict[str, Any]:
 
 
 def reason(exc: BaseException) -> str:
-    """Why a command or a parse failed in one line, cut short (a garbled answer is not echoed
-    whole): a process's last line of stderr, else the error."""
+    """Why a command or parse failed, in one short line: a process's last stderr line, else it."""
     text = str(getattr(exc, "stderr", None) or f"{type(exc).__name__}: {exc}").strip()
     text = text.splitlines()[-1] if text else type(exc).__name__
     return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 3] + "..."
@@ -347,8 +337,7 @@ def runs_any(cc: tuple[int, int], sass: Iterable[str], ptx: Iterable[str]) -> bo
 
 
 def runs_where(arch: str, *, ptx: bool = False) -> str:
-    """Where `arch` runs, in words: 'sm_120a: 12.0 only', 'sm_120f: 12.0-12.x', 'PTX sm_90: 9.0
-    and newer (JIT)'."""
+    """Where `arch` runs: 'sm_120a: 12.0 only', 'sm_120f: 12.0-12.x', 'PTX sm_90: 9.0 and newer'."""
     major, minor, variant = arch_target(arch)
     name = f"PTX {arch}" if ptx else arch
     if variant == "a":

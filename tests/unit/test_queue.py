@@ -84,8 +84,13 @@ def test_a_run_keeps_what_its_lanes_finish_in_its_days_and_explains_the_rest() -
 def test_a_new_torch_minor_alone_fits_a_day() -> None:
     """The common case once a farm runs: the watcher's pull request adds a minor."""
     plan = make_plan(MATRIX, EXPANSION, filters=Filters(torch=("2.15*",)))
-    assert not plan.later and not plan.deferred
-    assert max(tier_hours(plan).values()) < 24 * 60
+    assert not plan.later
+    # a consumer of one producer runs in its shard; one of several (o_voxel) still waits a run
+    assert all(len(set(producers)) > 1 for producers in plan.deferred.values())
+    assert {b.split("-")[0] for b in plan.deferred} <= {"o"}
+    # tier 1 (PyPI's CUDA, every package, Python and platform) within a day; with 45 packages
+    # the minor's other CUDAs (tier 2) take longer: ADR 17 has the numbers
+    assert tier_hours(plan)[1] < 24 * 60
 
 
 @given(
@@ -141,9 +146,15 @@ def test_the_last_run_takes_its_longest_shards_first() -> None:
     together rather than on one long shard started last."""
     whole = make_plan(MATRIX, EXPANSION, one_run=False)
     slots: dict[int, queue.Placed] = {p.shard: p for p in whole.placed.values()}
-    last = [slots[n] for n in sorted(slots) if slots[n].tier == max(s.tier for s in slots.values())]
-    final = [p for p in last if p.starts >= max(s.starts for s in last) - 24 * 60]
+    shards = [slots[n] for n in sorted(slots)]
+    # the last run: the longest suffix of shards that all start once every earlier one has ended
+    first = max(
+        k
+        for k in range(1, len(shards))
+        if min(p.starts for p in shards[k:]) >= max(p.ends for p in shards[:k])
+    )
+    final = [p for p in shards[first:] if p.tier == shards[-1].tier]
     lengths = [p.ends - p.starts for p in final]
     assert lengths == sorted(lengths, reverse=True)
-    ends = [p.ends for p in slots.values()]
-    assert max(ends) - sorted(ends)[-MATRIX.farm.pool.lanes] < max(lengths)
+    ends = [p.ends for p in shards[first:]]  # the run's lanes end within its longest shard
+    assert max(ends) - sorted(ends)[-min(len(ends), MATRIX.farm.pool.lanes)] < max(lengths)
