@@ -32,7 +32,7 @@ from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import ArchList, Matrix
 
-FATBINS = Path(__file__).parent / "fatbins"
+FATBINS = Path(__file__).parents[1] / "fatbins"  # tests/unit/fatbins
 
 
 def _options(tmp_path: Path, cls: type[BuildOptions] = BuildOptions, **kw: object) -> BuildOptions:
