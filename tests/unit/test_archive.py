@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest import _member, _tar
+from tests.unit.helpers.wheels import _member, _tar
 from wheelfarm.builder.source import _extract
 from wheelfarm.core.archive import Limits, MiB
 from wheelfarm.core.errors import BuildError

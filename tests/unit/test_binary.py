@@ -16,16 +16,12 @@ from elftools.elf.elffile import ELFFile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.conftest import (
+from tests.unit.helpers.strategies import FEW, SOME, _mutated, _outcome, deadline
+from tests.unit.helpers.wheels import (
     FATBINS,
-    FEW,
-    SOME,
-    _mutated,
-    _outcome,
     _own,
     _problems_one_arch_per_binary,
     _wheel_one_arch_per_binary,
-    deadline,
 )
 from wheelfarm.builder.binary import (
     FATBIN_MAGIC,

@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from tests.roots import REPO
 from tests.runner import Recorder
-from tests.unit.conftest import _distinct, _empty_wheel, _options
+from tests.unit.helpers.wheels import _distinct, _empty_wheel, _options
 from tests.unit.test_record import WRITTEN_V2
 from wheelfarm.builder import build, toolchain
 from wheelfarm.builder.build import BuildOptions, compile_env, find_python

@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
+from tests.unit.helpers.roots import package_yaml
 from wheelfarm.cli import main
 from wheelfarm.core.errors import UsageError
 from wheelfarm.core.root import FarmRoot, find_root
-
-from .conftest import package_yaml
 
 MISSING = "/nonexistent/wheelfarm-test"
 # subcommand -> (a bad argument, a missing file or folder), each a full argv

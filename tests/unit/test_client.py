@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.unit.conftest import API, Script, answer, github
+from tests.unit.helpers.github import API, Script, answer, github
 from wheelfarm.core.errors import NetworkError, UsageError
 from wheelfarm.core.http import Deadline, make_session
 from wheelfarm.github import client as client_module

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.conftest import FACTS, MATRIX, TABLE
+from tests.unit.helpers.roots import FACTS, MATRIX, TABLE
 from wheelfarm.core.platforms import os_of
 from wheelfarm.matrix.toolkits import unpinned
 

@@ -15,15 +15,15 @@ import requests
 from packaging.tags import Tag
 
 from tests.roots import REPO
-from tests.unit.conftest import FATBINS, entry, machine
+from tests.unit.helpers.install import entry, machine
+from tests.unit.helpers.roots import package_yaml
+from tests.unit.helpers.wheels import FATBINS
 from wheelfarm import doctor
 from wheelfarm.builder.binary import parse_fatbin
 from wheelfarm.core.errors import NetworkError, UsageError
 from wheelfarm.core.label import Label
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.scripts import wheelfarm_install as helper
-
-from .conftest import package_yaml
 
 WHEEL = doctor.WheelFacts("x.whl", "x", Label.parse("cu130torch2.14"), Tag("cp312", "cp312", "x"))
 

@@ -13,19 +13,9 @@ from packaging.version import Version
 
 from ghsim.synthetic import sample_record
 from tests.roots import REPO
-from tests.unit.conftest import (
-    FEW,
-    GOOD,
-    SHA,
-    VALUE,
-    VALUES,
-    W,
-    W_site,
-    _outcome,
-    entry_site,
-    wheel,
-    wheelhouse_catalog,
-)
+from tests.unit.helpers.install import SHA
+from tests.unit.helpers.strategies import FEW, VALUE, VALUES, _outcome
+from tests.unit.helpers.wheels import GOOD, W, W_site, entry_site, wheel, wheelhouse_catalog
 from wheelfarm.core.errors import SiteError
 from wheelfarm.index import entries
 from wheelfarm.index import entries as reasons
@@ -195,7 +185,7 @@ def test_any_build_record_lists_its_wheel_with_shaped_values_or_refuses_it(
 ) -> None:
     from tempfile import TemporaryDirectory
 
-    from tests.unit.conftest import wheel
+    from tests.unit.helpers.wheels import wheel
 
     with TemporaryDirectory() as tmp:
         house, out = Path(tmp) / "house", Path(tmp) / "site"
@@ -259,7 +249,7 @@ def test_placement_of_each_kind_of_wheel(shipped: Matrix) -> None:
 
 
 def test_duplicates_and_unfiled_are_reported_by_reason(shipped: Matrix) -> None:
-    from tests.unit.conftest import entry_site as entry
+    from tests.unit.helpers.wheels import entry_site as entry
 
     names = [
         "fa-1.0+cu124torch24-cp312-cp312-linux_x86_64.whl",

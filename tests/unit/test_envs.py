@@ -16,7 +16,7 @@ import pytest
 
 from tests.roots import REPO
 from tests.runner import Recorder
-from tests.unit.conftest import HOSTILE_REQUIREMENTS
+from tests.unit.helpers.install import HOSTILE_REQUIREMENTS
 from wheelfarm.builder import ccache, envs
 from wheelfarm.core.errors import ConfigError, PlanError, ToolchainError
 from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH

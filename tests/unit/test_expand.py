@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
-from tests.unit.conftest import (
+from tests.unit.helpers.roots import (
     ONLY_214,
     TORCH_FREE,
     USER,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
-from tests.unit.conftest import _helper
+from tests.unit.helpers.install import _helper
 from wheelfarm.generate import main as generate
 from wheelfarm.generate import stale
 from wheelfarm.index.coverage import END, START, coverage, markdown

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.conftest import Script, answer
+from tests.unit.helpers.github import Script, answer
 from wheelfarm.core.errors import NetworkError
 from wheelfarm.core.http import Deadline, DeadlineError, make_session, read, send
 

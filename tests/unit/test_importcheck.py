@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.runner import Recorder
-from tests.unit.conftest import BASE_WHEEL, REQUIRED, _house
+from tests.unit.helpers.wheels import BASE_WHEEL, REQUIRED, _house
 from wheelfarm.builder import importcheck
 from wheelfarm.builder.importcheck import install_farm_wheel
 from wheelfarm.core.errors import BuildError, ConfigError, VerifyError

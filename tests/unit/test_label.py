@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from tests.unit.conftest import FEW, _outcome
+from tests.unit.helpers.strategies import FEW, _outcome
 from wheelfarm.core.label import Label, OtherLabel, cuda_tag, cuda_version
 from wheelfarm.index.entries import read_label
 

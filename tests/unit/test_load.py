@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
-from tests.unit.conftest import (
+from tests.unit.helpers.roots import (
     BASE,
     FACTS,
     HOSTILE,
@@ -20,13 +20,12 @@ from tests.unit.conftest import (
     MakeRoot,
     _root,
     _root_distribution,
+    package_yaml,
 )
 from wheelfarm.core.errors import ConfigError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
-
-from .conftest import package_yaml
 
 
 def test_shipped_matrix_is_valid() -> None:

@@ -12,14 +12,9 @@ from hypothesis import strategies as st
 from packaging.requirements import Requirement
 
 from tests.roots import REPO
-from tests.unit.conftest import (
-    DEEP,
-    GOOD,
-    HOSTILE_REQUIREMENTS,
-    _house_hostile_data,
-    _index,
-    package_yaml,
-)
+from tests.unit.helpers.install import HOSTILE_REQUIREMENTS
+from tests.unit.helpers.roots import package_yaml
+from tests.unit.helpers.wheels import DEEP, GOOD, _house_hostile_data, _index
 from wheelfarm.core.errors import ConfigError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.load import load_matrix, module_problem, requirement_problem
@@ -108,7 +103,7 @@ def test_verify_flags_a_symlink_member_listed_in_record(tmp_path: Path) -> None:
     import zipfile
 
     from ghsim.synthetic import elf_with_fatbin
-    from tests.unit.conftest import PYCUDA
+    from tests.unit.helpers.roots import PYCUDA
     from wheelfarm.builder.build import expectation
     from wheelfarm.builder.target import resolve
     from wheelfarm.builder.verify import verify_static
@@ -151,7 +146,7 @@ def test_a_full_disk_is_one_line_and_the_old_site_stays(
     _index(house, out)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     (house / GOOD.replace("cp312-cp312", "cp311-cp311")).unlink()  # a change to write
-    from tests.unit.conftest import wheel
+    from tests.unit.helpers.wheels import wheel
 
     wheel(house, GOOD.replace("cp312-cp312", "cp313-cp313"))
     real = fs.write

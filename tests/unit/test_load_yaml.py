@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
-from tests.unit.conftest import (
-    NAME,
-    MakeRoot,
-    _one_problem,
-    _versions,
-    package_yaml,
-    wheelhouse_catalog,
-)
+from tests.unit.helpers.roots import MakeRoot, _one_problem, _versions, package_yaml
+from tests.unit.helpers.wheels import NAME, wheelhouse_catalog
 from wheelfarm.cli import main
 from wheelfarm.core.errors import ConfigError, PlanError, SiteError, UsageError
 from wheelfarm.core.root import FarmRoot

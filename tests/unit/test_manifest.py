@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest import W, index, wheel
+from tests.unit.helpers.wheels import W, index, wheel
 from wheelfarm.core.errors import SiteError
 from wheelfarm.index import manifest
 from wheelfarm.index.catalog import Catalog

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from packaging.version import Version
 
 from tests.roots import REPO
-from tests.unit.conftest import SHA_B, _sdist
+from tests.unit.helpers.roots import SHA_B, _sdist
 from wheelfarm.matrix.watch import (
     Row,
     Seen,

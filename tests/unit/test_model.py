@@ -20,18 +20,9 @@ from packaging.utils import canonicalize_name
 
 from ghsim.synthetic import SAMPLE, sample_record
 from tests.roots import REPO
-from tests.unit.conftest import (
-    NAME,
-    ONLY_214,
-    SOME,
-    VALUES,
-    _matrix,
-    _mutated,
-    _outcome,
-    numbers,
-    wheel,
-    wheelhouse_catalog,
-)
+from tests.unit.helpers.roots import ONLY_214, _matrix
+from tests.unit.helpers.strategies import SOME, VALUES, _mutated, _outcome, numbers
+from tests.unit.helpers.wheels import NAME, wheel, wheelhouse_catalog
 from wheelfarm.builder.binary import BinaryInfo
 from wheelfarm.builder.target import select
 from wheelfarm.builder.verify import _arch_problems

@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 from packaging.version import Version
 
 from tests.roots import REPO
-from tests.unit.conftest import HOSTILE
+from tests.unit.helpers.roots import HOSTILE
 from wheelfarm.builder.source import fetch
 from wheelfarm.core.errors import BuildError
 from wheelfarm.core.root import FarmRoot

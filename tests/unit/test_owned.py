@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.roots import REPO
-from tests.unit.conftest import (
+from tests.unit.helpers.strategies import VALUE
+from tests.unit.helpers.wheels import (
     CP311,
     DEEP,
-    VALUE,
     W,
     _house_hostile_data,
     _index,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
-from tests.unit.conftest import (
+from tests.unit.helpers.roots import (
     FACTS,
     MATRIX,
     ONLY_214,

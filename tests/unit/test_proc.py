@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.runner import Recorder
-from tests.unit.conftest import _empty_wheel
+from tests.unit.helpers.wheels import _empty_wheel
 from wheelfarm.core import proc
 from wheelfarm.core.errors import VerifyError
 from wheelfarm.core.proc import CommandFailedError

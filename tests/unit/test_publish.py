@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ghsim.synthetic import sample_record
-from tests.unit.conftest import attempt
+from tests.unit.helpers.github import attempt
 from wheelfarm.core.errors import PublishError, UsageError
 from wheelfarm.core.record import Timing, path_for
 from wheelfarm.github import publish, releases

@@ -13,17 +13,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.roots import REPO
-from tests.unit.conftest import (
+from tests.unit.helpers.roots import MakeRoot, _one_problem, package_yaml
+from tests.unit.helpers.strategies import (
     CALL_SECONDS,
     FEW,
     SOME,
-    MakeRoot,
     _maybe,
     _mutated,
-    _one_problem,
     _outcome,
     deadline,
-    package_yaml,
 )
 from wheelfarm.core.errors import ConfigError
 from wheelfarm.core.platforms import NAMES

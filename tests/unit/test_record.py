@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 from ghsim.synthetic import SAMPLE, sample_record
 from tests.roots import REPO
 from tests.runner import Recorder
-from tests.unit.conftest import REQUIRED, _distinct, _house, _options
+from tests.unit.helpers.wheels import REQUIRED, _distinct, _house, _options
 from wheelfarm import farm
 from wheelfarm.builder.build import BuildOptions
 from wheelfarm.builder.importcheck import install_farm_wheel

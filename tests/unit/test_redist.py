@@ -17,13 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
+from tests.unit.helpers.roots import package_yaml
 from wheelfarm.builder import redist
 from wheelfarm.core.errors import NetworkError, ToolchainError
 from wheelfarm.core.http import Deadline
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import load_facts
-
-from .conftest import package_yaml
 
 TABLE = load_facts(REPO).toolkits
 CU130 = TABLE.toolkits["cu130"]

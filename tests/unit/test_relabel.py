@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest import _wheel
+from tests.unit.helpers.wheels import _wheel
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.core.errors import BuildError
 

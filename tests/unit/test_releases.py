@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ghsim.synthetic import sample_record
-from tests.unit.conftest import API, Script, answer, attempt, github, urls
+from tests.unit.helpers.github import API, Script, answer, attempt, github, urls
 from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import ARCH

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.roots import REPO
-from tests.unit.conftest import wheel
+from tests.unit.helpers.wheels import wheel
 from wheelfarm.index.coverage import Row, svg
 from wheelfarm.index.write import index_wheelhouse, site_extras
 from wheelfarm.matrix.expand import expand

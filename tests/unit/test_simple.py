@@ -12,7 +12,7 @@ import requests
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.unit.conftest import SHA_A, SHA_B, _sdist
+from tests.unit.helpers.roots import SHA_A, SHA_B, _sdist
 from wheelfarm.builder.source import pick_sdist
 from wheelfarm.core import simple
 from wheelfarm.core.errors import BuildError, NetworkError

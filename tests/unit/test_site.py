@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
-from tests.unit.conftest import CP311, SHA, W, W_site, entry_site, index, wheel, wheelhouse_catalog
+from tests.unit.helpers.install import SHA
+from tests.unit.helpers.wheels import CP311, W, W_site, entry_site, index, wheel, wheelhouse_catalog
 from wheelfarm.core.errors import SiteError
 from wheelfarm.index.site import Site, build_site
 from wheelfarm.matrix.load import load_matrix
@@ -36,11 +37,10 @@ def test_files_cannot_escape_the_output_folder(name: str, tmp_path: Path) -> Non
 
 
 def test_yanked_version_in_yaml_marks_its_wheels(matrix_dir: object, tmp_path: Path) -> None:
-    from tests.unit.conftest import wheelhouse_catalog
+    from tests.unit.helpers.roots import package_yaml
+    from tests.unit.helpers.wheels import wheelhouse_catalog
     from wheelfarm.core.wheelfile import write_wheel
     from wheelfarm.index.sources import yanked_versions
-
-    from .conftest import package_yaml
 
     text = package_yaml("demo-pkg").replace(
         '    source: {sdist: demo-pkg, sha256: "' + "a" * 64 + '"}',

@@ -15,19 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from tests.unit.conftest import (
-    FEW,
-    MEMBERS,
-    SOME,
-    MakeRoot,
-    _make_zip,
-    _member,
-    _mutated,
-    _one_problem,
-    _outcome,
-    _tar,
-    _versions,
-)
+from tests.unit.helpers.roots import MakeRoot, _one_problem, _versions
+from tests.unit.helpers.strategies import FEW, MEMBERS, SOME, _mutated, _outcome
+from tests.unit.helpers.wheels import _make_zip, _member, _tar
 from wheelfarm.builder.source import _build_folder, _extract, fetch
 from wheelfarm.core.archive import Limits
 from wheelfarm.core.errors import BuildError

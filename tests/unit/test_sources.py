@@ -11,7 +11,7 @@ import pytest
 
 from ghsim.synthetic import sample_record
 from tests.roots import REPO
-from tests.unit.conftest import W, index, site, wheel, wheelhouse_catalog
+from tests.unit.helpers.wheels import W, index, site, wheel, wheelhouse_catalog
 from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.record import Archs

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
-from tests.unit.conftest import ONLY_214, USER, MakeRoot, _root_distribution, _root_farm_requires
+from tests.unit.helpers.roots import (
+    ONLY_214,
+    USER,
+    MakeRoot,
+    _root_distribution,
+    _root_farm_requires,
+)
 from wheelfarm.builder.build import expectation
 from wheelfarm.builder.target import FarmWheel, resolve, select
 from wheelfarm.core.errors import PlanError

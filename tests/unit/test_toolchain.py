@@ -10,7 +10,7 @@ from packaging.version import Version
 
 from tests.roots import REPO
 from tests.runner import Recorder
-from tests.unit.conftest import PYCUDA
+from tests.unit.helpers.roots import PYCUDA
 from wheelfarm.builder import toolchain
 from wheelfarm.builder.build import NVCC_THREADS, compile_env, max_jobs
 from wheelfarm.builder.provenance import set_by_build

@@ -8,7 +8,7 @@ import pytest
 from packaging.version import Version
 
 from tests.roots import REPO
-from tests.unit.conftest import MATRIX, TABLE
+from tests.unit.helpers.roots import MATRIX, TABLE
 from wheelfarm.core.platforms import NAMES, os_of
 from wheelfarm.matrix.toolkits import support, toolkit
 

@@ -12,16 +12,13 @@ from hypothesis import strategies as st
 
 from ghsim.synthetic import elf_with_fatbin, fatbin
 from tests.roots import REPO
-from tests.unit.conftest import (
-    FEW,
+from tests.unit.helpers.roots import PYCUDA
+from tests.unit.helpers.strategies import FEW, MEMBERS, _mutated, _outcome
+from tests.unit.helpers.wheels import (
     INFO,
-    MEMBERS,
     NAME,
-    PYCUDA,
     WHEEL,
     _make_zip,
-    _mutated,
-    _outcome,
     _own,
     _problems_one_arch_per_binary,
     _want,

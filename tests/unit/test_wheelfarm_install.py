@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import InvalidVersion, Version
 
-from tests.unit.conftest import FILENAME, SHA, TORCH, _helper, entry, machine, numbers
+from tests.unit.helpers.install import FILENAME, SHA, TORCH, _helper, entry, machine
+from tests.unit.helpers.strategies import numbers
 from wheelfarm import doctor
 from wheelfarm.scripts import wheelfarm_install as helper
 

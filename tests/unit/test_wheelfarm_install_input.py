@@ -16,7 +16,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.unit.conftest import NAME, SHA, SOME, _helper, _maybe, _outcome, entry, machine
+from tests.unit.helpers.install import SHA, _helper, entry, machine
+from tests.unit.helpers.strategies import SOME, _maybe, _outcome
+from tests.unit.helpers.wheels import NAME
 from tests.unit.test_wheelfarm_install import run_install_helper as run
 from wheelfarm import doctor
 from wheelfarm.core.errors import SiteError

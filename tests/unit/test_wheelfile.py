@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
-from tests.unit.conftest import INFO, NAME, _wheel, _wheel_hostile, wheelhouse_catalog
+from tests.unit.helpers.wheels import INFO, NAME, _wheel, _wheel_hostile, wheelhouse_catalog
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.cli import main
 from wheelfarm.core.errors import BuildError, SiteError

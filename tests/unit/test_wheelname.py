@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.unit.conftest import MakeRoot, _root_distribution
+from tests.unit.helpers.roots import MakeRoot, _root_distribution
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.github.assets import release_tag
 from wheelfarm.matrix.expand import expand

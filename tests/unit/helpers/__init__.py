@@ -1,0 +1,1 @@
+"""Plain helpers the unit tests share, by concern (fixtures live in conftest.py)."""
