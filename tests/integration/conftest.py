@@ -438,3 +438,9 @@ def _dll(out: Path, name: str, imports: tuple[Path, ...] = (), *, extra: str = "
         check=True, capture_output=True,
     )  # fmt: skip
     return dll
+
+
+@pytest.fixture
+def fast_github_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GitHub's hour in 3.6 s, for the fake and the client alike: pacing is tested, not waited."""
+    monkeypatch.setenv("WHEELFARM_GITHUB_TIME_SCALE", "1000")

@@ -25,13 +25,7 @@ from wheelfarm.github.publish import Publisher, publish
 from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.site import build_site
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _fast_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """GitHub's hour in 3.6 s, for the fake and the client alike: pacing is tested, not waited."""
-    monkeypatch.setenv("WHEELFARM_GITHUB_TIME_SCALE", "1000")
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("fast_github_clock")]
 
 
 def test_publish_twice_uploads_nothing_the_second_time(tmp_path: Path) -> None:

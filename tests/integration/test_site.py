@@ -31,13 +31,7 @@ from wheelfarm.core.commands import UV_OUTSIDE_A_VENV, install_commands
 from wheelfarm.core.wheelfile import write_wheel
 from wheelfarm.index.serve import served
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _fast_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """GitHub's hour in 3.6 s, for the fake and the client alike."""
-    monkeypatch.setenv("WHEELFARM_GITHUB_TIME_SCALE", "1000")
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("fast_github_clock")]
 
 
 def test_index_github_stops_on_a_next_link_to_itself(tmp_path: Path) -> None:
