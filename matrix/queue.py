@@ -96,13 +96,21 @@ def consumers(groups: Sequence[_Grouped]) -> dict[str, str]:
     return out
 
 
+def group_tiers(groups: Sequence[_Grouped], matrix: Matrix) -> dict[str, int]:
+    """Group id -> its tier: the best tier of its builds."""
+    return {g.id: min(tier_of(b, matrix) for b in g.builds) for g in groups}
+
+
 def order(
-    groups: Sequence[G], matrix: Matrix, minutes: Callable[[G], float], after: dict[str, str]
+    groups: Sequence[G],
+    matrix: Matrix,
+    minutes: Callable[[G], float],
+    after: dict[str, str],
+    tiers: dict[str, int],
 ) -> list[G]:
     """The groups in priority order: tier, then (past the tiers) newest torch, then the longest
     chain (the group's jobs in turn, and its consumer's), then id. A consumer comes right after
     its producer."""
-    tiers = {g.id: min(tier_of(b, matrix) for b in g.builds) for g in groups}
     chain = {g.id: minutes(g) for g in groups}
     for consumer, producer in after.items():
         chain[producer] += chain[consumer]
@@ -241,8 +249,8 @@ def place(
     `one_run` False keeps every shard (the whole pass)."""
     pool = matrix.farm.pool
     after = consumers(groups)
-    ranked = order(groups, matrix, minutes, after)
-    tiers = {g.id: min(tier_of(b, matrix) for b in g.builds) for g in groups}
+    tiers = group_tiers(groups, matrix)
+    ranked = order(groups, matrix, minutes, after, tiers)
     # on its lane a whole group's job also sets up (toolkit, torch env, source), which a split
     # group's estimate already counts for each of its jobs (split_compile.job_overhead_minutes)
     setup = matrix.farm.split_compile.job_overhead_minutes if matrix.farm.split_compile else 0.0

@@ -57,7 +57,11 @@ def test_the_run_builds_tier_one_first_the_longest_chain_first_and_newest_after(
     # the queue's order; the runs' lanes take it in turn (a run's last hours and the last run
     # are packed: test_a_run_fills_its_lanes..., test_the_last_run_takes...)
     ordered = queue.order(
-        plan.groups, MATRIX, lambda g: sum(plan.job_minutes(g)), queue.consumers(plan.groups)
+        plan.groups,
+        MATRIX,
+        lambda g: sum(plan.job_minutes(g)),
+        queue.consumers(plan.groups),
+        queue.group_tiers(plan.groups, MATRIX),
     )
     rest = [g.builds[0].torch_minor for g in ordered if plan.placed[g.id].tier == 3]
     minors = [tuple(map(int, m.split("."))) for m in rest if m]  # torch-free builds: none
