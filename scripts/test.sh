@@ -22,15 +22,16 @@ if [ ! -f .wheelfarm/node/actions-bridge.cjs ] || [ ghsim/actions/bridge.mjs -nt
 fi
 # Headless Chromium for the landing-page test, shellcheck for the scripts, and Debian's own
 # python3.11 (a second CPython of this minor, for the group-job cache test), and mingw-w64 for
-# the Windows wheel that delvewheel repairs here (Debian packages).
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null \
+# the Windows wheel that delvewheel repairs here, and patch (the builder and the package watch
+# apply and dry-run the catalog's patches) (Debian packages).
+if ! command -v patch >/dev/null || ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null \
     || ! command -v shellcheck >/dev/null || ! /usr/bin/python3.11 -c 'import ensurepip' 2>/dev/null \
     || ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && apt-get install -y -qq chromium chromium-driver shellcheck \
-      python3.11-venv python3.11-dev gcc-mingw-w64-x86-64 >/dev/null
+      python3.11-venv python3.11-dev gcc-mingw-w64-x86-64 patch >/dev/null
   else
-    echo "note: chromium, chromedriver, shellcheck, python3.11-venv or mingw-w64 missing and not root" >&2
+    echo "note: patch, chromium, chromedriver, shellcheck, python3.11-venv or mingw-w64 missing and not root" >&2
   fi
 fi
 
