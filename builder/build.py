@@ -223,6 +223,7 @@ def expectation(target: Target) -> Expectation:
         platform=b.platform,
         archs=b.archs,
         one_arch_per_binary=target.package.one_arch_per_binary,
+        some_archs_per_binary=target.package.some_archs_per_binary,
         policy=library_policy(target.root, os_of(b.platform)),
         vendor_allow=target.package.vendor_allow,
     )

@@ -54,6 +54,7 @@ class Expectation:
     policy: LibraryPolicy  # the farm's libraries.yaml for the target's OS
     vendor_allow: tuple[str, ...] = ()
     one_arch_per_binary: bool = False  # each binary one arch of `archs` (SASS + its PTX)
+    some_archs_per_binary: bool = False  # each binary some archs of `archs`, all together
 
 
 @dataclass
@@ -145,19 +146,25 @@ def _check_binary(
 
 
 def _binary_archs(entry: str, info: BinaryInfo, want: Expectation, report: Report) -> ArchList:
-    """The archs one binary must hold: the whole list, or (one_arch_per_binary) the one listed
-    arch it was built for, as SASS and PTX; a binary holding several is a problem of its own."""
-    if not want.one_arch_per_binary:
+    """The archs one binary must hold: the whole list; (one_arch_per_binary) the one listed arch
+    it was built for, as SASS and PTX, a binary holding several being a problem of its own; or
+    (some_archs_per_binary) the listed archs it holds SASS for, as the list spells them."""
+    if not (want.one_arch_per_binary or want.some_archs_per_binary):
         return want.archs
     listed = {f"sm_{a.sm}": a for a in want.archs.archs}  # by number: sm_120a is 12.0's
     built = [base for base in _base(info.cubins) if base in listed]
-    if len(built) != 1:
-        report.problems.append(
-            f"{entry}: holds SASS for {', '.join(sorted(info.cubins)) or 'nothing'}, not one arch "
-            f"of {want.archs.listed} (arch.one_arch_per_binary)"
-        )
-        return want.archs
-    return ArchList((replace(listed[built[0]], ptx=True),))
+    if want.some_archs_per_binary:
+        if built:
+            return ArchList(tuple(listed[base] for base in built))
+        why = "none of " + want.archs.listed + " (arch.some_archs_per_binary)"
+    elif len(built) == 1:
+        return ArchList((replace(listed[built[0]], ptx=True),))
+    else:
+        why = f"not one arch of {want.archs.listed} (arch.one_arch_per_binary)"
+    report.problems.append(
+        f"{entry}: holds SASS for {', '.join(sorted(info.cubins)) or 'nothing'}, {why}"
+    )
+    return want.archs
 
 
 def _base(archs: Iterable[str]) -> dict[str, list[str]]:
@@ -304,16 +311,17 @@ def _check_contents(wheel: Path, zf: zipfile.ZipFile, want: Expectation, report:
 
 
 def _device_problems(device: int, want: Expectation, report: Report) -> list[str]:
-    """Across binaries: some device code where archs are listed, and (one_arch_per_binary, whose
-    binaries were each checked alone) every listed arch held by one of them."""
+    """Across binaries: some device code where archs are listed, and (one or some archs per
+    binary, each binary checked alone) every listed arch held by one of them."""
     if device == 0 and want.archs.archs:
         return ["no shared object carries CUDA device code (no fatbin)"]
-    if not want.one_arch_per_binary:
+    if not (want.one_arch_per_binary or want.some_archs_per_binary):
         return []
     held = _base(c for found in report.archs.values() for c in found["cubins"])
     listed = _base(want.archs.cubins)
     if missing := [a for base, archs in listed.items() if base not in held for a in archs]:
-        why = f"arch.one_arch_per_binary: one per arch of {want.archs.listed}"
+        key = "one_arch_per_binary" if want.one_arch_per_binary else "some_archs_per_binary"
+        why = f"arch.{key}: the binaries together hold {want.archs.listed}"
         return [f"no binary holds {', '.join(missing)} ({why})"]
     return []
 

@@ -64,12 +64,21 @@ def elf_with_fatbin(blob: bytes) -> bytes:
 
 def binaries(want: Expectation) -> dict[str, list[tuple[int, Arch]]]:
     """The extension modules a build of `want` holds, by stem, with their fatbin entries: one
-    module with every arch, or (one_arch_per_binary, tiny-cuda-nn) one per arch with its SASS
-    and its PTX; a package that compiles no device code gets one module whose fatbin is empty."""
+    module with every arch; (one_arch_per_binary, tiny-cuda-nn) one per arch with its SASS
+    and its PTX; or (some_archs_per_binary, SageAttention) that module and one per arch as the
+    list spells it. A package that compiles no device code gets one module whose fatbin is
+    empty."""
     archs = want.archs.archs
     if want.one_arch_per_binary:
         return {f"_C_{a.sm}{a.variant}": [(KIND_CUBIN, a), (KIND_PTX, a)] for a in archs}
-    return {"_C": [(KIND_CUBIN, a) for a in archs] + [(KIND_PTX, a) for a in archs if a.ptx]}
+
+    def entries(held: Sequence[Arch]) -> list[tuple[int, Arch]]:
+        return [(KIND_CUBIN, a) for a in held] + [(KIND_PTX, a) for a in held if a.ptx]
+
+    every = {"_C": entries(archs)}
+    if want.some_archs_per_binary:
+        return every | {f"_C_{a.sm}{a.variant}": entries((a,)) for a in archs}
+    return every
 
 
 def farm_wheel(

@@ -311,6 +311,11 @@ def _arch_checks(f: Document, arch: dict[str, Any], versions: list[PackageVersio
     if arch["via"] == "none":
         for key in sorted(set(arch) - {"via"}):
             f.add(["arch", key], "not allowed when via is 'none' (no device code, no arch list)")
+    if arch.get("one_arch_per_binary") and arch.get("some_archs_per_binary"):
+        f.add(
+            ["arch", "some_archs_per_binary"],
+            "not with one_arch_per_binary: say one layout (one arch in each binary, or some)",
+        )
     if arch["via"] == "patch" and not any(v.patches for v in versions):
         f.add(
             ["arch", "via"],
@@ -356,6 +361,7 @@ def _package(
         arch_format=arch.get("format", "torch"),
         arch_overrides=tuple(rules),
         one_arch_per_binary=arch.get("one_arch_per_binary", False),
+        some_archs_per_binary=arch.get("some_archs_per_binary", False),
         local_version_env=data.get("local_version", {}).get("env"),
         env=data.get("env", {}),
         platform_env=data.get("platform_env", {}),

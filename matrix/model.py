@@ -329,6 +329,8 @@ class Package:
     arch_format: ArchFormat = "torch"
     arch_overrides: tuple[ArchRule, ...] = ()
     one_arch_per_binary: bool = False  # tiny-cuda-nn: an extension per arch, each with its PTX
+    # woct0rdho's SageAttention: each extension holds the archs its kernels are built for
+    some_archs_per_binary: bool = False
     local_version_env: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     # platform -> variables set on that platform only, over `env` (MSVC's spellings of flags)

@@ -194,6 +194,7 @@ def every_feature(farm: Farm) -> dict[str, str]:
         out |= {"farm_requires"} if b.requires else set()
         out |= {"split"} if b.id in split else set()
         out |= {"one_arch_per_binary"} if packages[b.package].one_arch_per_binary else set()
+        out |= {"some_archs_per_binary"} if packages[b.package].some_archs_per_binary else set()
         return out
 
     have: dict[str, set[str]] = {}

@@ -460,6 +460,18 @@ def test_the_shipped_tinycudann_file_asks_for_the_layout() -> None:
     assert not packages["simple-knn"].one_arch_per_binary
 
 
+def test_the_loader_takes_one_binary_layout(matrix_dir: MakeRoot) -> None:
+    both = "arch: {via: torch, one_arch_per_binary: true, some_archs_per_binary: true}\n"
+    some = "arch: {via: torch, some_archs_per_binary: true}\n"
+    root = matrix_dir({"some": package_yaml("some", extra=some)})
+    (package,) = load_matrix(root).packages
+    assert package.some_archs_per_binary
+    assert not package.one_arch_per_binary
+    (root.packages / "some.yaml").write_text(package_yaml("some", extra=both), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"arch.some_archs_per_binary: not with one_arch_per"):
+        load_matrix(root)
+
+
 GIT = 'git: https://github.com/o/r, commit: "' + "0" * 40 + '"'
 
 

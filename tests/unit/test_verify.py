@@ -36,7 +36,7 @@ from wheelfarm.core.archive import Limits
 from wheelfarm.core.wheelfile import metadata, write_wheel
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.model import ArchList
+from wheelfarm.matrix.model import Arch, ArchList
 
 
 def _pycuda_wheel(tmp: Path, binary: bytes) -> Path:
@@ -147,8 +147,48 @@ def test_one_binary_per_arch_each_with_its_ptx_passes(tmp_path: Path) -> None:
     wheel = _wheel_one_arch_per_binary(tmp_path, {80: _own(80), 90: _own(90)})
     assert _problems_one_arch_per_binary(wheel, "8.0;9.0") == []
     # the same wheel read as an ordinary package: every binary lacks the other arch
-    ordinary = _problems_one_arch_per_binary(wheel, "8.0;9.0", split=False)
+    ordinary = _problems_one_arch_per_binary(wheel, "8.0;9.0", per_binary="all")
     assert any("_80_C" in p and "missing SASS for sm_90" in p for p in ordinary)
+
+
+SM90A = ArchList.parse("9.0a").archs[0]  # SageAttention builds 9.0 as sm_90a
+SOME = "8.0;8.9;9.0a"
+
+
+def _sage(
+    **binaries: list[tuple[int, Arch | int]],
+) -> dict[int | str, list[tuple[int, Arch | int]]]:
+    """woct0rdho's SageAttention layout: _fused holds every arch, each _qattn one or some."""
+    fused = [(KIND_CUBIN, 80), (KIND_CUBIN, 89), (KIND_CUBIN, SM90A)]
+    return {"fused": fused, "80": [(KIND_CUBIN, 80)], "90": [(KIND_CUBIN, SM90A)], **binaries}
+
+
+def test_some_archs_per_binary_passes_when_the_binaries_together_hold_the_list(
+    tmp_path: Path,
+) -> None:
+    wheel = _wheel_one_arch_per_binary(tmp_path, _sage(**{"89": [(KIND_CUBIN, 89)]}))
+    assert _problems_one_arch_per_binary(wheel, SOME, per_binary="some") == []
+    # read as an ordinary package, each _qattn binary lacks the others' archs
+    ordinary = _problems_one_arch_per_binary(wheel, SOME, per_binary="all")
+    assert any("_80_C" in p and "missing SASS for sm_89, sm_90a" in p for p in ordinary)
+
+
+@pytest.mark.parametrize(
+    ("binaries", "problem"),
+    [
+        ({"fused": [(KIND_CUBIN, 80), (KIND_CUBIN, SM90A)]}, "no binary holds sm_89 (arch.some_archs_per_binary"),
+        ({"89": [(KIND_CUBIN, 89), (KIND_CUBIN, 86)]}, "_89_C.cpython-311-x86_64-linux-gnu.so: unexpected SASS for sm_86"),
+        ({"75": [(KIND_CUBIN, 75)]}, "_75_C.cpython-311-x86_64-linux-gnu.so: holds SASS for sm_75, none of 8.0;8.9;9.0a"),
+    ],
+)  # fmt: skip
+def test_some_archs_per_binary_refuses(
+    binaries: dict[str, list[tuple[int, Arch | int]]], problem: str, tmp_path: Path
+) -> None:
+    """A listed arch no binary holds, an arch outside the list and a binary holding none of it
+    are each named."""
+    wheel = _wheel_one_arch_per_binary(tmp_path, _sage(**binaries))
+    problems = _problems_one_arch_per_binary(wheel, SOME, per_binary="some")
+    assert any(problem in p for p in problems), problems
 
 
 @FEW

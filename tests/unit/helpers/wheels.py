@@ -8,9 +8,10 @@ import io
 import tarfile
 import warnings
 import zipfile
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ghsim.synthetic import elf_with_fatbin, sample_record
 from ghsim.synthetic import fatbin as fatbin_one_arch_per_binary
@@ -30,7 +31,7 @@ from wheelfarm.index.site import Site
 from wheelfarm.index.sources import Policy, Saved, Yanks, read_wheelhouse
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.model import ArchList, Matrix
+from wheelfarm.matrix.model import Arch, ArchList, Matrix
 
 FATBINS = Path(__file__).parents[1] / "fatbins"  # tests/unit/fatbins
 
@@ -200,8 +201,10 @@ DEEP = "[" * 100_000 + "]" * 100_000
 NAME_one_arch_per_binary, VERSION, LABEL = "tinycudann", "2.0", "cu130torch2.14"
 
 
-def _wheel_one_arch_per_binary(tmp: Path, binaries: dict[int, list[tuple[int, int]]]) -> Path:
-    """A tinycudann wheel whose `_{sm}_C` binaries hold the given (kind, sm) fatbin entries."""
+def _wheel_one_arch_per_binary(
+    tmp: Path, binaries: Mapping[int | str, Sequence[tuple[int, Arch | int]]]
+) -> Path:
+    """A tinycudann wheel whose `_{key}_C` binaries hold the given (kind, sm) fatbin entries."""
     info = f"{NAME_one_arch_per_binary}-{VERSION}+{LABEL}.dist-info"
     meta = f"Metadata-Version: 2.1\nName: {NAME_one_arch_per_binary}\nVersion: {VERSION}+{LABEL}\n"
     files = {
@@ -217,11 +220,15 @@ def _wheel_one_arch_per_binary(tmp: Path, binaries: dict[int, list[tuple[int, in
     return path
 
 
-def _problems_one_arch_per_binary(wheel: Path, archs: str, *, split: bool = True) -> list[str]:
+def _problems_one_arch_per_binary(
+    wheel: Path, archs: str, *, per_binary: Literal["all", "one", "some"] = "one"
+) -> list[str]:
+    """verify's problems with `wheel` against `archs`, read as arch.one_arch_per_binary (one),
+    arch.some_archs_per_binary (some) or an ordinary package (all)."""
     want = Expectation(
         name=NAME_one_arch_per_binary, version=VERSION, label=LABEL, python_tag="cp311", platform="linux_x86_64",
         archs=ArchList.parse(archs), policy=library_policy(REPO, "linux"),
-        one_arch_per_binary=split,
+        one_arch_per_binary=per_binary == "one", some_archs_per_binary=per_binary == "some",
     )  # fmt: skip
     return verify_static(wheel, want).problems
 
