@@ -247,7 +247,7 @@ def test_a_consumer_builds_in_its_producers_shard_right_after_it(matrix_dir: Mak
             after = cold.placed[g.id].after
             assert bool(after) == g.id.startswith("user-")
             if after:  # right after its producer, same CUDA, torch and platform
-                assert shard.groups[i - 1].id == after == g.id.replace("user-", "base-")
+                assert (shard.groups[i - 1].id,) == after == (g.id.replace("user-", "base-"),)
     cell = "user-1.0.0-cu130-torch2.14-cp312-linux_x86_64"
     assert "; after base-1.0.0-cu130torch2.14-linux_x86_64, whose wheels it imports" in explain(
         cold, cell
