@@ -217,7 +217,7 @@ def make_plan(
         msg = "the filters together select no build; loosen one of them"
         raise PlanError(msg)
     missing = {b.id for b in selected if b.id not in existing}
-    # a consumer builds in this run only after its one producer group of this run (queue.py)
+    # a consumer builds in this run after every producer group of this run it imports (queue.py)
     waits = {b.id: tuple(r for r in b.requires if r not in existing) for b in selected}
     deferred = {i: w for i, w in waits.items() if i in missing and any(r not in missing for r in w)}
     jobs = matrix.farm.max_jobs_per_shard if max_jobs is None else max_jobs
@@ -229,11 +229,9 @@ def make_plan(
         [b for b in selected if b.id in missing and b.id not in deferred],
         matrix.farm.python_groups if grouped else None,
     )
-    chained = queue.consumers(candidates)
-    for g in candidates:  # several producer groups: as before, a later run builds it
-        if g.id not in chained and any(waits[b.id] for b in g.builds):
-            deferred.update({b.id: waits[b.id] for b in g.builds})
-    candidates = tuple(g for g in candidates if not any(b.id in deferred for b in g.builds))
+    while held := {g.id for g in _waiting(candidates, waits, existing)}:
+        deferred.update({b.id: waits[b.id] for g in candidates if g.id in held for b in g.builds})
+        candidates = tuple(g for g in candidates if g.id not in held)
     # at most one matrix of compile shards per group; what still runs too long warns below
     splits = {g.id: min(k, jobs) for g in candidates if (k := compile_shards(g, split))}
 
@@ -263,6 +261,23 @@ def make_plan(
         placed,
         tuple(later),
     )
+
+
+def _waiting(
+    groups: Sequence[Group], waits: dict[str, tuple[str, ...]], existing: set[str] | frozenset[str]
+) -> list[Group]:
+    """The groups this run cannot build yet: one importing a farm wheel that is neither
+    published nor built by a group of the run left in (a producer it waits for may be held
+    itself), or one taking wheels both from its producers in the run and from the Releases
+    (its job reads one source, the shard's artifacts: docs/adr/0017-one-pool.md)."""
+    built = {b.id for g in groups for b in g.builds}
+    out = []
+    for g in groups:
+        unpublished = {r for b in g.builds for r in waits[b.id]}
+        published = {r for b in g.builds for r in b.requires if r in existing}
+        if not unpublished <= built or (unpublished and published):
+            out.append(g)
+    return out
 
 
 def _later_warnings(
@@ -369,7 +384,7 @@ def _queued(plan: Plan, g: Group) -> str:
     """'; in job G with N other Pythons; tier T, place P of Q in the queue, ...'."""
     where = plan.placed[g.id]
     others = f"; in job {g.id} with {len(g.builds) - 1} other Pythons" if len(g.builds) > 1 else ""
-    after = f"; after {where.after}, whose wheels it imports" if where.after else ""
+    after = f"; after {', '.join(where.after)}, whose wheels it imports" if where.after else ""
     return (
         f"{others}; tier {where.tier}, place {where.place} of {len(plan.groups)} in the queue, "
         f"shard {where.shard}, predicted to start {queue.hours(where.starts)} and be published "

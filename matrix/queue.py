@@ -3,10 +3,10 @@
 Every platform draws from one pool of `pool.lanes` concurrent build jobs. The groups are put in
 priority order: farm.yaml's tiers first (tier 1: the newest torch minor on the CUDA its PyPI
 wheel pins), the rest newest torch first, and within a tier the longest chain first (a split
-group's compile shards and link, a farm_requires producer and its consumer). The ordered jobs
+group's compile shards and link, farm_requires producers and their consumers). The ordered jobs
 are cut into shards of about `pool.shard_hours` of predicted work; a lane runs one shard's jobs
 in turn, then takes the next shard, so no lane waits while a job is left. A consumer of farm
-wheels runs in its producer's shard, right after it, and takes the producer's wheels from the
+wheels runs in its producers' shard, after every one of them, and takes their wheels from the
 run's own artifacts. A run plans only the shards its lanes finish within `pool.run_days`, its
 last hours filled with later shards that still end in time; the next run plans the rest from
 what the Releases then hold, and the pass's last run takes its longest shards first. Pure:
@@ -47,13 +47,13 @@ class _Grouped(Protocol):
 @dataclass(frozen=True)
 class Placed:
     """Where a group stands in the run: its tier, its place in the queue (1-based), its shard,
-    the producer group whose wheels it takes from the shard ('' for none) and the predicted
+    the producer groups whose wheels it takes from the shard (none: empty) and the predicted
     minutes from the run's start until its shard starts and ends."""
 
     tier: int
     place: int
     shard: int
-    after: str
+    after: tuple[str, ...]
     starts: float
     ends: float
 
@@ -83,17 +83,34 @@ def _holds(rule: TierRule, cell: Cell, matrix: Matrix, minors: list[str]) -> boo
 G = TypeVar("G", bound=_Grouped)
 
 
-def consumers(groups: Sequence[_Grouped]) -> dict[str, str]:
-    """Consumer group id -> the one producer group of this plan whose wheels it imports; a
-    consumer whose producers in the plan are several groups is not listed (it waits for a
-    later run, as before)."""
+def consumers(groups: Sequence[_Grouped]) -> dict[str, tuple[str, ...]]:
+    """Consumer group id -> the producer groups of this plan whose wheels it imports, sorted;
+    a group that imports none of this plan's wheels is not listed."""
     owner = {b.id: g.id for g in groups for b in g.builds}
     out = {}
     for g in groups:
         producers = {owner[r] for b in g.builds for r in b.requires if r in owner}
-        if len(producers) == 1:
-            out[g.id] = producers.pop()
+        if producers:
+            out[g.id] = tuple(sorted(producers))
     return out
+
+
+def chains(groups: Sequence[_Grouped], after: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """Group id -> its chain's name: the groups linked through farm_requires (producers and the
+    consumers of their wheels, however many of each) form one chain, which one lane builds in
+    turn; a group outside any is a chain of its own."""
+    root = {g.id: g.id for g in groups}
+
+    def find(i: str) -> str:
+        while root[i] != i:
+            root[i] = root[root[i]]
+            i = root[i]
+        return i
+
+    for consumer, producers in after.items():
+        for p in producers:
+            root[find(p)] = find(consumer)
+    return {g.id: find(g.id) for g in groups}
 
 
 def group_tiers(groups: Sequence[_Grouped], matrix: Matrix) -> dict[str, int]:
@@ -105,32 +122,35 @@ def order(
     groups: Sequence[G],
     matrix: Matrix,
     minutes: Callable[[G], float],
-    after: dict[str, str],
+    after: dict[str, tuple[str, ...]],
     tiers: dict[str, int],
 ) -> list[G]:
     """The groups in priority order: tier, then (past the tiers) newest torch, then the longest
-    chain (the group's jobs in turn, and its consumer's), then id. A consumer comes right after
-    its producer."""
-    chain = {g.id: minutes(g) for g in groups}
-    for consumer, producer in after.items():
-        chain[producer] += chain[consumer]
+    chain (the group's jobs in turn, and those of the producers and consumers linked to it),
+    then id. A chain's groups come together, ranked by its best one: each producer before
+    every consumer of its wheels."""
+    chain = chains(groups, after)
+    total: dict[str, float] = {}
+    members: dict[str, list[G]] = {}
+    for g in groups:
+        total[chain[g.id]] = total.get(chain[g.id], 0.0) + minutes(g)
+        members.setdefault(chain[g.id], []).append(g)
     last = len(matrix.farm.pool.tiers) + 1
 
     def key(g: G) -> tuple[int, float, float, str]:
         # past the tiers the newest torch first; torch-free builds serve every torch
         newest = _ordinal(g.builds[0].torch_minor) if tiers[g.id] == last else 0.0
-        return tiers[g.id], -newest, -chain[g.id], g.id
+        return tiers[g.id], -newest, -total[chain[g.id]], g.id
 
-    ranked = sorted((g for g in groups if g.id not in after), key=key)
-    following: dict[str, list[G]] = {}
-    for g in groups:
-        if g.id in after:
-            following.setdefault(after[g.id], []).append(g)
-    out: list[G] = []
-    for g in ranked:
-        out.append(g)
-        out += sorted(following.get(g.id, []), key=lambda c: c.id)
-    return out
+    depth: dict[str, int] = {}
+
+    def deep(i: str) -> int:  # farm_requires has no cycles (matrix/load.py)
+        if i not in depth:
+            depth[i] = 1 + max((deep(p) for p in after.get(i, ())), default=-1)
+        return depth[i]
+
+    ranked = sorted(members.values(), key=lambda m: min(map(key, m)))
+    return [g for m in ranked for g in sorted(m, key=lambda g: (deep(g.id), g.id))]
 
 
 def _ordinal(minor: str | None) -> float:
@@ -147,22 +167,23 @@ def cut_shards(
     jobs: Callable[[G], int],
     pool: Pool,
     max_jobs: int,
-    after: dict[str, str],
+    chain: dict[str, str],
     tiers: dict[str, int],
     per_run: Callable[[list[list[G]]], int] = len,
 ) -> list[list[G]]:
     """The ordered groups in shards of one tier each, each at most `max_jobs` jobs. Tier 1's
     shards hold its work spread over every lane (at most `shard_hours`), so that it all starts
     at once; later tiers' hold `shard_hours`, more where a run (`per_run`: the most shards one
-    run of them holds) would pass MAX_SHARDS. A longer group is a shard of its own; a consumer
-    stays in its producer's shard."""
+    run of them holds) would pass MAX_SHARDS. A longer group is a shard of its own; a chain
+    (`chain`: group id -> its chain, whose groups `order` put together) stays in one shard, so
+    that a consumer follows every producer it imports in the same lane."""
     totals: dict[int, float] = {}
     for g in ordered:
         totals[tiers[g.id]] = totals.get(tiers[g.id], 0.0) + minutes(g)
     hours = pool.shard_hours * 60
     targets = {t: min(hours, max(60.0, total / pool.lanes)) for t, total in totals.items()}
     targets = {t: hours if t > 1 else v for t, v in targets.items()}
-    while per_run(shards := _packed(ordered, minutes, jobs, targets, tiers, max_jobs, after)) > (
+    while per_run(shards := _packed(ordered, minutes, jobs, targets, tiers, max_jobs, chain)) > (
         MAX_SHARDS
     ):
         if max(targets.values()) > sum(totals.values()):  # the job limit cuts them, not hours
@@ -182,12 +203,12 @@ def _packed(
     targets: dict[int, float],
     tiers: dict[str, int],
     max_jobs: int,
-    after: dict[str, str],
+    chain: dict[str, str],
 ) -> list[list[G]]:
     shards: list[list[G]] = []
     held = count = 0.0
     for g in ordered:
-        chained = g.id in after and shards and any(p.id == after[g.id] for p in shards[-1])
+        chained = bool(shards) and chain[g.id] == chain[shards[-1][-1].id]
         tier = tiers[g.id]
         full = held > 0 and (held + minutes(g) > targets[tier] or count + jobs(g) > max_jobs)
         if not shards or (not chained and (full or tiers[shards[-1][0].id] != tier)):
@@ -249,6 +270,7 @@ def place(
     `one_run` False keeps every shard (the whole pass)."""
     pool = matrix.farm.pool
     after = consumers(groups)
+    chain = chains(groups, after)
     tiers = group_tiers(groups, matrix)
     ranked = order(groups, matrix, minutes, after, tiers)
     # on its lane a whole group's job also sets up (toolkit, torch env, source), which a split
@@ -265,7 +287,7 @@ def place(
         runs = Counter(s.run for s in simulate([lane_minutes(s) for s in cut], pool.lanes, limit))
         return max(runs.values(), default=0)
 
-    shards = cut_shards(ranked, minutes, jobs, pool, max_jobs, after, tiers, per_run)
+    shards = cut_shards(ranked, minutes, jobs, pool, max_jobs, chain, tiers, per_run)
     durations = [lane_minutes(s) for s in shards]
     slots = simulate(durations, pool.lanes, limit)
     # the pass's last run builds all that is left: its last tier's shards longest first, so
@@ -286,7 +308,7 @@ def place(
                 tier=tiers[g.id],
                 place=number,
                 shard=n + 1,
-                after=after.get(g.id, ""),
+                after=after.get(g.id, ()),
                 starts=slots[i].start,
                 ends=slots[i].end,
             )

@@ -21,6 +21,7 @@ from ghsim.actions.standins import standins
 from ghsim.fakegithub import CONTENT_CREATING, FakeGitHub
 from ghsim.roots import REPO
 from ghsim.synthetic import farm_wheel
+from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.matrix.expand import Build, expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.plan import group, job_minutes, make_plan
@@ -105,6 +106,7 @@ class Farm:
             env.get("SHARD", ""),
             env.get("LINK_CACHES", ""),
             env.get("PYTHONS", ""),
+            env.get("FARM_INDEX", ""),
         )
 
     def pwsh(self, model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:
@@ -117,16 +119,26 @@ class Farm:
                 else ""
             )
             part = env.get("SHARD", "") if "--shard" in script else ""
-            return self.build(model, inst, env["TARGET"], part, link, env.get("PYTHONS", ""))
+            pythons, farm = env.get("PYTHONS", ""), env.get("FARM_INDEX", "")
+            return self.build(model, inst, env["TARGET"], part, link, pythons, farm)
         if "install-cuda-windows" in script:
             return 0, 8.0
         return 0, 0.5
 
     def build(
-        self, model: Model, inst: Instance, target: str, part: str, link: str, pythons: str = ""
+        self,
+        model: Model,
+        inst: Instance,
+        target: str,
+        part: str,
+        link: str,
+        pythons: str = "",
+        farm: str = "",
     ) -> tuple[int, float]:
         """The group job's builds (or compile shard, or link) on the model's clock; a failing
-        build fails its job after the group's other builds made their wheels."""
+        build fails its job after the group's other builds made their wheels, and one whose
+        farm wheels (`farm`: FARM_INDEX, its producers' artifacts) are not all there fails as
+        the import check would."""
         assert inst.workspace is not None
         job = self.jobs[target]
         wanted = pythons.split()
@@ -148,6 +160,9 @@ class Farm:
             cache.mkdir(parents=True)
             (cache / f"objects-{part.replace('/', 'of')}").write_bytes(b"\0" * 1024)
             return 0, minutes[int(part.split("/", maxsplit=1)[0]) - 1]
+        if missing := self.unfetched(inst, builds, farm):
+            model.notes.append(f"{target}: its farm wheels {missing} are not in {farm}")
+            return 1, 5.0
         if link:
             want = shards
             folder = inst.workspace / link
@@ -157,6 +172,18 @@ class Farm:
                 return 1, 5.0
         self.wheels(inst, builds)
         return 0, minutes[-1]
+
+    @staticmethod
+    def unfetched(inst: Instance, builds: list[Build], farm: str) -> list[str]:
+        """The farm wheels the builds import that a job reading them from a folder (FARM_INDEX:
+        its producers' artifacts, downloaded) does not find there; none where it reads an
+        index URL or the Pages site."""
+        assert inst.workspace is not None
+        if not farm or "://" in farm:
+            return []
+        folder = inst.workspace / farm
+        held = {build_id_from_wheel(p.name) for p in folder.glob("*.whl")}
+        return sorted({r for b in builds for r in b.requires} - held)
 
     def wheels(self, inst: Instance, builds: list[Build]) -> None:
         """The synthetic wheels of these builds in the job's wheelhouse."""

@@ -177,9 +177,9 @@ def _site(site: Path) -> set[str]:
 def every_feature(farm: Farm) -> dict[str, str]:
     """farm.yml's dispatch inputs for a small selection that holds every ABI kind, arch kind
     (`a`, `f`, `+PTX`), schema feature (a per-CUDA distribution name, one arch per binary, a
-    farm_requires consumer and its producer, a split compile) and platform the catalog has, on
-    one CUDA, two torch minors and two Pythons: what the synthetic wheels and the workflows
-    must get right for the whole plan. A catalog change that adds a kind is in it at once."""
+    farm_requires consumer of one producer and one of several, a split compile) and platform
+    the catalog has, on one CUDA, two torch minors and two Pythons: what the synthetic wheels
+    and the workflows must get right for the whole plan. A catalog change that adds a kind is in it at once."""
     cuda, torch, python = "cu130", ("2.12", "2.15"), ("3.12", "3.13")
     filters = Filters(cuda=(cuda,), torch=torch, python=python)
     plan = make_plan(farm.matrix, farm.expansion, filters=filters, one_run=False)
@@ -192,6 +192,9 @@ def every_feature(farm: Farm) -> dict[str, str]:
         out |= {"arch:+PTX"} if any(a.ptx for a in b.archs.archs) else set()
         out |= {"distribution"} if b.distribution != b.package else set()
         out |= {"farm_requires"} if b.requires else set()
+        # a consumer of several producer groups: its job downloads each producer's wheels
+        several = len({farm.builds[r].package for r in b.requires}) > 1
+        out |= {"farm_requires:several"} if several else set()
         out |= {"split"} if b.id in split else set()
         out |= {"one_arch_per_binary"} if packages[b.package].one_arch_per_binary else set()
         out |= {"some_archs_per_binary"} if packages[b.package].some_archs_per_binary else set()

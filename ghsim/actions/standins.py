@@ -23,6 +23,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -241,10 +242,10 @@ def download_artifact(model: Model, inst: Instance, inputs: dict[str, Any]) -> t
         if not chosen:
             return _fail(model, inst, f"Artifact '{name}' not found")
     else:
-        chosen = [a for a in candidates if not pattern or fnmatch.fnmatchcase(a.name, str(pattern))]
+        chosen = [a for a in candidates if not pattern or _minimatch(a.name, str(pattern))]
         # the lost ones: what a full listing would have matched
         expired = [a for a in model.artifacts if a.run_id == (int(run_id) if run_id else run.id)
-                   and a.expires <= model.now and (not pattern or fnmatch.fnmatchcase(a.name, str(pattern)))]  # fmt: skip
+                   and a.expires <= model.now and (not pattern or _minimatch(a.name, str(pattern)))]  # fmt: skip
         if expired:
             model.hit(
                 "artifact retention",
@@ -262,6 +263,16 @@ def download_artifact(model: Model, inst: Instance, inputs: dict[str, Any]) -> t
         shutil.copytree(a.files, target, dirs_exist_ok=True)
     model.artifact_requests += len(chosen) if token else 0
     return 0, 0.3 + 0.05 * len(chosen)
+
+
+def _minimatch(name: str, pattern: str) -> bool:
+    """download-artifact's filter, `new Minimatch(pattern).match(name)`, on an artifact name (no
+    slashes): fnmatch's globs once braces are expanded ({a,b}: a or b; without a comma, literal)."""
+    brace = re.search(r"\{([^{}]*,[^{}]*)\}", pattern)
+    if brace is None:
+        return fnmatch.fnmatchcase(name, pattern)
+    head, tail = pattern[: brace.start()], pattern[brace.end() :]
+    return any(_minimatch(name, head + alt + tail) for alt in brace.group(1).split(","))
 
 
 def cache_restore(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[int, float]:

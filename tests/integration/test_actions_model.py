@@ -143,6 +143,32 @@ def test_a_name_download_is_one_filtered_request_and_a_pattern_lists_the_run(
     assert model.artifact_requests == 1 + 1 + 10 + 1_000
 
 
+def test_a_pattern_is_minimatchs_so_braces_name_several_artifacts(tmp_path: Path) -> None:
+    """download-artifact filters names with `new Minimatch(pattern)`: {a,b} is a or b (a
+    consumer's `after` for several producers); a brace without a comma is literal."""
+    model = tiny(tmp_path, ci="""
+        on: push
+        jobs:
+          get:
+            runs-on: ubuntu-24.04
+            steps:
+              - uses: actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c
+                with: {pattern: "w-{a,b}-x", path: two, merge-multiple: "true"}
+              - run: test "$(ls two | sort | tr '\\n' ' ')" = "w-a-x w-b-x "
+              - uses: actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c
+                with: {pattern: "w-{a}-x", path: literal}
+              - run: test "$(ls literal)" = "w-{a}-x"
+    """)  # fmt: skip
+    (run,) = model.push_branch("main", ["x"])
+    for n, name in enumerate(["w-a-x", "w-b-x", "w-c-x", "w-{a}-x"]):
+        files = tmp_path / "stored" / str(n)
+        files.mkdir(parents=True)
+        (files / name).write_text(name, encoding="utf-8")
+        model.artifacts.append(Artifact(name, run.id, 1, files, 6, model.now, model.now + 1440))
+    model.run_until_idle()
+    assert run.conclusion == "success"
+
+
 def test_a_concurrency_group_holds_one_running_and_one_pending_run(tmp_path: Path) -> None:
     model = tiny(tmp_path, farm="""
         on: {push: {tags: ["v*"]}}

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from tests.roots import REPO
+from tests.unit.helpers.roots import MakeRoot, _root_two_producers
 from wheelfarm.core.errors import UsageError
 from wheelfarm.github.actions import (
     JOB_KEYS,
     MAX_OUTPUT_BYTES,
+    check_trusted,
     expected,
     github_outputs,
     plan_document,
@@ -83,3 +85,28 @@ def test_a_malformed_plan_file_is_one_line(tmp_path: Path, text: str) -> None:
     path.write_text(text)
     with pytest.raises(UsageError, match=r"plan\.json|shard 's' in the plan is malformed"):
         shard_outputs(read_plan(path), "s")
+
+
+def test_a_consumer_of_two_producers_downloads_both_and_names_only_earlier_jobs(
+    matrix_dir: MakeRoot,
+) -> None:
+    """`after` is the artifact pattern's part for its producers: {a,b} (minimatch's braces);
+    the shard's check takes it only where both jobs come before it."""
+    m = load_matrix(_root_two_producers(matrix_dir))
+    plan = make_plan(m, expand(m), filters=Filters(torch=("2.14",)))
+    farm = m.farm
+    document = plan_document(
+        plan, farm.hosted_job_limit_minutes, farm.publish_batch_wheels, farm.platforms
+    )
+    (name,) = document["shards"]
+    shard = document["shards"][name]
+    check_trusted(document, name, m)
+    jobs = {j["id"]: j for j in shard["include"]}
+    consumer = "user-1.0.0-cu130torch2.14-linux_x86_64"
+    producers = [consumer.replace("user-", p) for p in ("base-", "other-")]
+    assert jobs[consumer]["after"] == "{" + ",".join(producers) + "}"
+    assert [j["id"] for j in shard["include"]] == [*producers, consumer]
+    for wrong in ("{" + producers[0] + "}", "{" + producers[0] + ",elsewhere}"):
+        jobs[consumer]["after"] = wrong
+        with pytest.raises(UsageError, match="has after"):
+            check_trusted(document, name, m)

@@ -19,6 +19,7 @@ from tests.unit.helpers.roots import (
     _matrix,
     _root,
     _root_farm_requires,
+    _root_two_producers,
 )
 from wheelfarm.core.errors import ConfigError, PlanError
 from wheelfarm.core.platforms import os_of
@@ -247,7 +248,7 @@ def test_a_consumer_builds_in_its_producers_shard_right_after_it(matrix_dir: Mak
             after = cold.placed[g.id].after
             assert bool(after) == g.id.startswith("user-")
             if after:  # right after its producer, same CUDA, torch and platform
-                assert shard.groups[i - 1].id == after == g.id.replace("user-", "base-")
+                assert (shard.groups[i - 1].id,) == after == (g.id.replace("user-", "base-"),)
     cell = "user-1.0.0-cu130-torch2.14-cp312-linux_x86_64"
     assert "; after base-1.0.0-cu130torch2.14-linux_x86_64, whose wheels it imports" in explain(
         cold, cell
@@ -277,3 +278,52 @@ def test_the_plan_defers_a_build_until_its_required_wheel_is_published(
     assert {b.package for b in warm.todo} == {"user"}
     assert not warm.deferred
     assert not [w for w in warm.warnings if "deferred" in w]
+
+
+def test_a_consumer_of_two_producers_builds_in_their_shard_after_both(
+    matrix_dir: MakeRoot,
+) -> None:
+    """Shards of one job would part base and other; their consumer's chain stays in one
+    shard, so one run builds user, after both (docs/adr/0017-one-pool.md)."""
+    m = load_matrix(_root_two_producers(matrix_dir))
+    plan = make_plan(m, expand(m), max_jobs=1)
+    assert {b.package for b in plan.todo} == {"base", "other", "user"}
+    assert not plan.deferred and not plan.later
+    assert not [w for w in plan.warnings if "deferred" in w]
+    users = [g for g in plan.groups if g.id.startswith("user-")]
+    assert users
+    for g in users:
+        where = plan.placed[g.id]
+        assert where.after == (g.id.replace("user-", "base-"), g.id.replace("user-", "other-"))
+        for producer in (plan.placed[p] for p in where.after):
+            assert producer.shard == where.shard and producer.place < where.place
+    assert len(plan.shards) == len(users)  # a shard per chain: producers, then their consumer
+    cell = "user-1.0.0-cu130-torch2.14-cp312-linux_x86_64"
+    assert (
+        "; after base-1.0.0-cu130torch2.14-linux_x86_64, other-1.0.0-cu130torch2.14-linux_x86_64,"
+        " whose wheels it imports" in explain(plan, cell)
+    )
+
+
+def test_a_consumer_waits_while_one_of_its_producers_is_not_built_in_the_run(
+    matrix_dir: MakeRoot,
+) -> None:
+    """A producer the run does not build (filtered out), or one already released beside one
+    the run builds (the job reads its farm wheels from the shard's artifacts alone): the
+    consumer waits for a later run, with the warning."""
+    m = load_matrix(_root_two_producers(matrix_dir))
+    e = expand(m)
+    wanted = "user-1.0.0-cu130torch2.14-cp312-linux_x86_64"
+    base, other = (wanted.replace("user-", f"{p}-") for p in ("base", "other"))
+    plan = make_plan(m, e, filters=Filters(package=("base", "user")))
+    assert {b.package for b in plan.todo} == {"base"}
+    assert plan.deferred[wanted] == (base, other)
+    assert any(w.startswith("user: 10 builds deferred") for w in plan.warnings)
+    mixed = make_plan(m, e, existing={b.id for b in plan.todo})
+    assert {b.package for b in mixed.todo} == {"other"}
+    assert mixed.deferred[wanted] == (other,)
+    assert any(w.startswith("user: 10 builds deferred") for w in mixed.warnings)
+    released = {b.id for b in [*plan.todo, *mixed.todo]}
+    last = make_plan(m, e, existing=released)
+    assert {b.package for b in last.todo} == {"user"} and not last.deferred
+    assert not any(last.placed[g.id].after for g in last.groups)  # from the index

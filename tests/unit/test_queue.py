@@ -14,7 +14,7 @@ from wheelfarm.matrix import queue
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix, TierRule
-from wheelfarm.matrix.plan import Filters, explain, make_plan, tier_hours
+from wheelfarm.matrix.plan import Filters, Group, explain, make_plan, tier_hours
 
 MATRIX = load_matrix(REPO)
 EXPANSION = expand(MATRIX)
@@ -89,12 +89,34 @@ def test_a_new_torch_minor_alone_fits_a_day() -> None:
     """The common case once a farm runs: the watcher's pull request adds a minor."""
     plan = make_plan(MATRIX, EXPANSION, filters=Filters(torch=("2.15*",)))
     assert not plan.later
-    # a consumer of one producer runs in its shard; one of several (o_voxel) still waits a run
-    assert all(len(set(producers)) > 1 for producers in plan.deferred.values())
-    assert {b.split("-")[0] for b in plan.deferred} <= {"o"}
+    # a consumer runs in its producers' shard, after all of them (o_voxel after three): none waits
+    assert not plan.deferred
+    assert any(len(plan.placed[g.id].after) > 1 for g in plan.groups)
     # tier 1 (PyPI's CUDA, every package, Python and platform) within a day; with 45 packages
     # the minor's other CUDAs (tier 2) take longer: ADR 17 has the numbers
     assert tier_hours(plan)[1] < 24 * 60
+
+
+def test_a_chain_of_producers_and_consumers_stays_whole_in_one_shard_in_order() -> None:
+    """Consumers of several producers, sharing one: one chain, each producer before every
+    consumer of its wheels, in one shard where the shard's hours and jobs would part them."""
+    template = next(b for b in EXPANSION.builds if not b.requires)
+
+    def made(name: str, *producers: str) -> Group:
+        ids = tuple(dataclasses.replace(template, distribution=p).id for p in producers)
+        return Group(name, (dataclasses.replace(template, distribution=name, requires=ids),))
+
+    groups = [made("c1", "p1", "p2"), made("x"), made("p1"), made("c2", "p2", "p3")]
+    groups += [made("p2"), made("p3")]
+    after = queue.consumers(groups)
+    assert after == {"c1": ("p1", "p2"), "c2": ("p2", "p3")}
+    tiers = dict.fromkeys((g.id for g in groups), 1)
+    ordered = queue.order(groups, MATRIX, lambda _: 60.0, after, tiers)
+    assert [g.id for g in ordered] == ["p1", "p2", "p3", "c1", "c2", "x"]  # the longest first
+    chain = queue.chains(groups, after)
+    pool = MATRIX.farm.pool
+    shards = queue.cut_shards(ordered, lambda _: 60.0, lambda _: 1, pool, 1, chain, tiers)
+    assert [[g.id for g in s] for s in shards] == [["p1", "p2", "p3", "c1", "c2"], ["x"]]
 
 
 @given(

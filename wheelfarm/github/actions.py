@@ -28,7 +28,9 @@ JOB_KEYS = (
     "platform",  # one pool runs every platform (docs/adr/0017-one-pool.md): each job names its own
     "runner",  # farm.yaml's runner label for the platform
     "container",  # its pinned build image; "" where the job runs on the runner itself (Windows)
-    "after",  # the producer group whose wheels (this shard's artifacts) it imports; "" for none
+    # the producer groups whose wheels (this shard's artifacts) it imports, as download-artifact's
+    # pattern names them (`after_pattern`): one group id, {id,id,...} for several, "" for none
+    "after",
     "cuda",
     "python",  # the group's Pythons, one a line (setup-python's list on Windows)
     "timeout",  # the job's timeout-minutes
@@ -88,9 +90,26 @@ def jobs(
     shards = [
         job(group, limit_minutes, where, minutes=minutes[i], part=f"{i + 1}/{k}") for i in range(k)
     ]
-    after = plan.placed[group.id].after if group.id in plan.placed else ""
+    after = after_pattern(plan.placed[group.id].after) if group.id in plan.placed else ""
     main = job(group, limit_minutes, where, minutes=minutes[-1], links=k, batch=batch, after=after)
     return shards, main
+
+
+def after_pattern(producers: Sequence[str]) -> str:
+    """A job's `after`: its producer group ids as the part of an artifact name its download
+    pattern matches. download-artifact filters with minimatch, which expands {a,b} (a brace
+    with no comma is literal): '' for none, the id for one, {id,id,...} for several."""
+    return "{" + ",".join(producers) + "}" if len(producers) > 1 else "".join(producers)
+
+
+def _producers(after: object) -> set[str] | None:
+    """The group ids a job's `after` names; None for a value `after_pattern` never writes."""
+    if not isinstance(after, str):
+        return None
+    if after.startswith("{") and after.endswith("}"):
+        ids = after[1:-1].split(",")
+        return set(ids) if len(ids) > 1 else None
+    return {after} - {""}
 
 
 def batches(groups: Sequence[Group], batch_wheels: int) -> list[int]:
@@ -206,8 +225,8 @@ def check_trusted(document: dict[str, Any], name: str, matrix: Matrix) -> None:
     """Hold one shard of a plan file (an artifact, so writable by any job before it) to what
     farm.yaml and torch.yaml permit, job by job: a platform of farm.yaml with its runner and
     pinned container exactly, a CUDA tag torch.yaml builds there, Pythons torch ships, a
-    timeout within the hosted job limit with the step margin and clock `job` gives, and a
-    producer (`after`) that comes before it in the shard. A self-hosted runner is a workflow
+    timeout within the hosted job limit with the step margin and clock `job` gives, and
+    producers (`after`) that come before it in the shard. A self-hosted runner is a workflow
     input (`shard --runner`), never a plan value. UsageError naming the value and the fix on
     anything else."""
     shard = _shard(document, name)
@@ -234,7 +253,7 @@ def check_trusted(document: dict[str, Any], name: str, matrix: Matrix) -> None:
             ("minutes", j["minutes"], j["minutes"] != timeout),
             ("links", j["links"], type(j["links"]) is not int or j["links"] < 0),
             ("part", j["part"], not _within(j["part"], None)),
-            ("after", j["after"], j["after"] != "" and j["after"] not in earlier),
+            ("after", j["after"], (ids := _producers(j["after"])) is None or not ids <= earlier),
         )
         for key, value, wrong in bad:
             if wrong:

@@ -115,6 +115,18 @@ def _root_farm_requires(
     )
 
 
+def _root_two_producers(matrix_dir: MakeRoot) -> FarmRoot:
+    """base and other, and user, which imports both (farm_requires): a consumer of two
+    producer groups in each cell."""
+    return matrix_dir(
+        {
+            "base": package_yaml("base", extra=USER),
+            "other": package_yaml("other", extra=USER),
+            "user": package_yaml("user", extra=USER + "farm_requires: [base, other]\n"),
+        }
+    )
+
+
 def _validate(root: FarmRoot, capsys: pytest.CaptureFixture[str]) -> list[str]:
     """`wheelfarm validate` on a broken root: exit 10, no traceback; the problem lines."""
     code = main(["validate", "--root", str(root.path)])
