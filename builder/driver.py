@@ -6,8 +6,8 @@ CUDA runtime. Building it needs a `libcuda.so` to link against, and importing it
 stub (`lib64/stubs/libcuda.so`); a slim one (PyPI's, a redistributable subset) does not, and the
 farm's build and verify machines (GitHub's hosted runners, a laptop) have no GPU. So:
 
-- `link_env`: for the build, a stub `libcuda.so` (SONAME `libcuda.so.1`) on LIBRARY_PATH when
-  the toolkit has none, defining every `cu*` name `cuda.h` mentions.
+- `link_env`: for the build, the toolkit's stub on LIBRARY_PATH, or where the toolkit has none
+  a stub `libcuda.so` (SONAME `libcuda.so.1`) defining every `cu*` name `cuda.h` mentions.
 - `import_env`: for the import check, when `libcuda.so.1` does not load here and the wheel
   needs it, a stub built with the system C compiler that defines the `cu*` symbols the wheel's
   binaries leave undefined, each returning CUDA_ERROR_NO_DEVICE: the module imports, and any
@@ -109,10 +109,14 @@ def _prepend(env: Mapping[str, str], key: str, folder: Path) -> dict[str, str]:
 def link_env(
     cuda_home: Path, work: Path, env: Mapping[str, str], log: Path, *, run: Runner = call
 ) -> dict[str, str]:
-    """LIBRARY_PATH with a stub `libcuda.so` built in `work` when the toolkit ships none, so
-    `-lcuda` links as it does with a full toolkit; nothing otherwise."""
-    if not current().fakes_driver or toolkit_stub(cuda_home) is not None:
+    """LIBRARY_PATH with a stub `libcuda.so` for `-lcuda`: the toolkit's own (lib64/stubs is on
+    no search path that torch's cpp_extension or CMake gives the linker: sageattention's
+    `libraries=["cuda"]` failed with "cannot find -lcuda" against a full toolkit), else one
+    built in `work`."""
+    if not current().fakes_driver:
         return {}
+    if (stub := toolkit_stub(cuda_home)) is not None:
+        return _prepend(env, "LIBRARY_PATH", stub.parent)
     header = (cuda_home / "include" / "cuda.h").read_text(encoding="utf-8", errors="replace")
     _compile_stub(header_symbols(header), work / "libcuda.so", env, log, run)
     return _prepend(env, "LIBRARY_PATH", work)

@@ -40,12 +40,17 @@ def test_stub_returns_no_device_and_describes_it() -> None:
     assert 'int cuGetErrorString(int e, const char **s) { *s = "no CUDA-capable' in source
 
 
+@pytest.mark.skipif(not current().fakes_driver, reason="the driver stub is Linux only")
 @pytest.mark.parametrize("stub", ["lib64/stubs", "lib/stubs"])
-def test_a_toolkit_with_its_own_stub_links_as_it_is(
+def test_a_toolkit_with_its_own_stub_puts_it_on_the_link_path(
     tmp_path: Path, compiled: Recorder, stub: str
 ) -> None:
+    """-lcuda finds the toolkit's stub: no linker search path torch or CMake gives holds it."""
     home = _toolkit(tmp_path, stub=stub)
-    assert driver.link_env(home, tmp_path / "work", {}, tmp_path / "log", run=compiled) == {}
+    env = driver.link_env(
+        home, tmp_path / "work", {"LIBRARY_PATH": "/opt/lib"}, tmp_path / "log", run=compiled
+    )
+    assert env == {"LIBRARY_PATH": f"{home / stub}:/opt/lib"}
     assert compiled.commands == []
 
 
