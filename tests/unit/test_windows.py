@@ -52,8 +52,8 @@ CUDA_CFLAGS = (
 )  # fmt: skip
 
 
-# sageattention's msvc patch (matrix/patches/sageattention-2.2.0-msvc.patch) adds these to its
-# nvcc flags: they arrive in cuda_post_cflags and must reach nvcc as they are
+# woct0rdho's SageAttention setup.py (and mmcv's platform_env) adds these to its
+# nvcc flags on Windows: they arrive in cuda_post_cflags and must reach nvcc as they are
 PACKAGE_NVCC = ("-O3", "-D_WIN32=1", "-DUSE_CUDA=1")
 
 
