@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import pefile  # type: ignore[import-untyped]
 from elftools.common.exceptions import ELFError
 from elftools.construct import ConstructError
-from elftools.elf.dynamic import DynamicSection
+from elftools.elf.dynamic import DynamicSection, DynamicTag
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
 from elftools.elf.sections import Section
@@ -95,6 +95,8 @@ class BinaryInfo:
     ptx: frozenset[str] = field(default_factory=frozenset)
     needed: tuple[str, ...] = ()
     glibc: tuple[int, int] | None = None
+    # its RUNPATH (or RPATH) names $ORIGIN: libraries beside it in the wheel are found
+    origin: bool = False
 
     @property
     def has_device_code(self) -> bool:
@@ -183,6 +185,7 @@ def _read_elf(data: bytes) -> BinaryInfo:
     cubins: set[str] = set()
     ptx: set[str] = set()
     needed: list[str] = []
+    origin = False
     glibc: list[tuple[int, int]] = []
     for section in elf.iter_sections():
         if section.name == ".nv_fatbin":
@@ -190,10 +193,17 @@ def _read_elf(data: bytes) -> BinaryInfo:
             cubins |= found_cubins
             ptx |= found_ptx
         elif isinstance(section, DynamicSection):
-            needed.extend(_needed(section, len(data), elf.elfclass))
+            for tag in _tags(section, len(data), elf.elfclass):
+                if tag["d_tag"] == "DT_NEEDED":
+                    needed.append(_tag_text(tag, "needed"))
+                elif tag["d_tag"] in {"DT_RUNPATH", "DT_RPATH"}:
+                    paths = _tag_text(tag, "runpath" if tag["d_tag"] == "DT_RUNPATH" else "rpath")
+                    origin |= bool({"$ORIGIN", "${ORIGIN}"} & set(paths.split(":")))
         elif isinstance(section, GNUVerNeedSection):
             glibc.extend(_glibc_versions(section, len(data)))
-    return BinaryInfo(frozenset(cubins), frozenset(ptx), tuple(needed), max(glibc, default=None))
+    return BinaryInfo(
+        frozenset(cubins), frozenset(ptx), tuple(needed), max(glibc, default=None), origin
+    )
 
 
 def _section_end(section: Section, size: int) -> int:
@@ -214,19 +224,23 @@ def _section_bytes(section: Section, data: bytes) -> bytes:
     return data[section["sh_offset"] : _section_end(section, len(data))]
 
 
-def _needed(section: DynamicSection, size: int, elfclass: int) -> Iterator[str]:
-    """DT_NEEDED names, reading no more tags than the section holds."""
+def _tags(section: DynamicSection, size: int, elfclass: int) -> Iterator[DynamicTag]:
+    """The dynamic section's tags, reading no more than the section holds."""
     _section_end(section, size)
     capacity = section["sh_size"] // (2 * elfclass // 8)  # Elf_Dyn: d_tag, d_val
     for index, tag in enumerate(section.iter_tags()):
         if index >= capacity:
             return  # no DT_NULL inside the section: stop at its end
-        if tag["d_tag"] == "DT_NEEDED":
-            name = getattr(tag, "needed", None)  # pyelftools sets it for DT_NEEDED tags
-            if not isinstance(name, str):
-                msg = "corrupt ELF: a DT_NEEDED entry has no name"
-                raise _CorruptBinaryError(msg)
-            yield name
+        yield tag
+
+
+def _tag_text(tag: DynamicTag, field: str) -> str:
+    """A string tag's text (pyelftools sets `needed`, `runpath`, `rpath` from .dynstr)."""
+    text = getattr(tag, field, None)
+    if not isinstance(text, str):
+        msg = f"corrupt ELF: a {tag['d_tag']} entry has no name"
+        raise _CorruptBinaryError(msg)
+    return text
 
 
 def _glibc_versions(section: GNUVerNeedSection, size: int) -> Iterator[tuple[int, int]]:

@@ -22,6 +22,7 @@ from tests.unit.helpers.wheels import (
     _own,
     _problems_one_arch_per_binary,
     _wheel_one_arch_per_binary,
+    elf_with_origin,
 )
 from wheelfarm.builder.binary import (
     FATBIN_MAGIC,
@@ -149,6 +150,15 @@ def test_real_elf_needs_libc_and_names_a_glibc_version(path: Callable[[], Path])
     assert minor >= 2
     assert not info.has_device_code
     assert info.cubins == info.ptx == frozenset()
+
+
+@linux_only
+def test_a_runpath_naming_origin_is_read() -> None:
+    plain, origin = elf_with_origin()
+    assert not inspect_binary(plain).origin
+    info = inspect_binary(origin)
+    assert info.origin
+    assert not any(name.startswith("libssl") for name in info.needed)
 
 
 @linux_only

@@ -25,6 +25,7 @@ from tests.unit.helpers.wheels import (
     _wheel,
     _wheel_hostile,
     _wheel_one_arch_per_binary,
+    elf_with_origin,
 )
 from wheelfarm.builder.binary import KIND_CUBIN
 from wheelfarm.builder.build import expectation
@@ -149,6 +150,21 @@ def test_one_binary_per_arch_each_with_its_ptx_passes(tmp_path: Path) -> None:
     # the same wheel read as an ordinary package: every binary lacks the other arch
     ordinary = _problems_one_arch_per_binary(wheel, "8.0;9.0", per_binary="all")
     assert any("_80_C" in p and "missing SASS for sm_90" in p for p in ordinary)
+
+
+@pytest.mark.parametrize("runpath", ["$ORIGIN", "absolute"])
+def test_a_library_shipped_beside_a_binary_counts_only_through_origin(
+    runpath: str, tmp_path: Path
+) -> None:
+    """llama.cpp's libllama.so needs libggml.so.0 from its own folder, found by its RUNPATH
+    $ORIGIN: that is shipped, not missing; without $ORIGIN the loader would not look there."""
+    plain, origin = elf_with_origin()
+    ours = {"wheelfarm_demo/lib/libcrypto.so.3": elf_with_fatbin(b"")}
+    binary = origin if runpath == "$ORIGIN" else plain
+    wheel = _wheel_hostile(tmp_path, **{"wheelfarm_demo/lib/_ssl.so": binary}, **ours)
+    problems = [p for p in verify_static(wheel, _want()).problems if "_ssl.so needs" in p]
+    missing = [p for p in problems if "needs libcrypto.so.3, which is neither" in p]
+    assert len(missing) == (0 if runpath == "$ORIGIN" else 1)
 
 
 SM90A = ArchList.parse("9.0a").archs[0]  # SageAttention builds 9.0 as sm_90a

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import struct
 import tarfile
 import warnings
 import zipfile
@@ -12,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
+
+import pytest
+from elftools.elf.elffile import ELFFile
 
 from ghsim.synthetic import elf_with_fatbin, sample_record
 from ghsim.synthetic import fatbin as fatbin_one_arch_per_binary
@@ -268,3 +272,26 @@ CP311 = W.replace("cp312-cp312", "cp311-cp311")
 def index(house: Path, out: Path, *extra: str) -> int:
     argv = ["index", "--root", str(REPO.path), "--wheelhouse", str(house), "--out", str(out)]
     return main([*argv, *extra])
+
+
+def elf_with_origin() -> tuple[bytes, bytes]:
+    """A real ELF (the interpreter's _ssl module) as it is, and with its DT_NEEDED libssl
+    turned into a RUNPATH of "$ORIGIN": the layout of a package that ships its own libraries
+    beside its binaries (llama.cpp's libggml*.so)."""
+    ssl = pytest.importorskip("_ssl")
+    if not ssl.__file__:
+        pytest.skip("_ssl is built into this interpreter")
+    data = bytearray(Path(ssl.__file__).read_bytes())
+    elf = ELFFile(io.BytesIO(bytes(data)))
+    if elf.elfclass != 64:
+        pytest.skip("the layout below is Elf64_Dyn")
+    strings = elf.get_section_by_name(".dynstr")["sh_offset"]
+    dynamic = elf.get_section_by_name(".dynamic")
+    start, size = dynamic["sh_offset"], dynamic["sh_size"]
+    for pos in range(start, start + size, 16):
+        tag, value = struct.unpack_from("<qQ", data, pos)
+        if tag == 1 and data[strings + value :].startswith(b"libssl"):  # DT_NEEDED
+            data[strings + value : strings + value + 8] = b"$ORIGIN\0"
+            struct.pack_into("<q", data, pos, 29)  # DT_RUNPATH
+            return bytes(Path(ssl.__file__).read_bytes()), bytes(data)
+    pytest.skip("_ssl here does not link libssl")
