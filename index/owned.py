@@ -45,8 +45,12 @@ class Owned(Scratch):
             " WITHOUT ROWID"
         )
         self._db.executemany("INSERT OR REPLACE INTO owned VALUES (?, ?, ?)", members)
+        # a first build asks of every file it writes: no query when there is nothing to find
+        self._empty = not self._db.execute("SELECT EXISTS (SELECT 1 FROM owned)").fetchone()[0]
 
     def _value(self, kind: int, key: str) -> str | None:
+        if self._empty:
+            return None
         row = self._db.execute(
             "SELECT value FROM owned WHERE kind = ? AND key = ?", (kind, key)
         ).fetchone()

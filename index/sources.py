@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -15,7 +14,7 @@ from pathlib import Path
 from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
 from wheelfarm.core.record import BuildRecord, RecordError, is_record_name, path_for
-from wheelfarm.core.wheelfile import read_metadata_bytes, requires_python
+from wheelfarm.core.wheelfile import metadata_bytes, read_metadata_bytes, requires_python
 from wheelfarm.index.entries import (
     SHAPES,
     Covered,
@@ -132,7 +131,7 @@ def _read(wheel: Path, size: int) -> tuple[str, bytes, bytes | None]:
     finally:
         os.close(fd)
     data = b"".join(chunks) if whole else None
-    return digest.hexdigest(), read_metadata_bytes(io.BytesIO(data) if data else wheel), data
+    return digest.hexdigest(), metadata_bytes(data) if data else read_metadata_bytes(wheel), data
 
 
 def read_wheelhouse(

@@ -44,11 +44,13 @@ class Tree:
             self._made.add(folder)
         return path, path[len(self._root) + 1 :].replace(os.sep, "/")
 
-    def _kept(self, rel: str, sha256: str, path: str, source: os.stat_result | None = None) -> bool:
+    def _kept(self, rel: str, sha256: str, path: str, source: Path | None = None) -> bool:
         """Link the old site's copy when it has these bytes at this path (and, for a wheel, is
         its own copy, not a link to the `source` file an older wheelfarm made)."""
         old = f"{self._old}/{rel}"
-        if self.owned.sha256(rel) != sha256 or (source is not None and fs.same_file(old, source)):
+        if self.owned.sha256(rel) != sha256:
+            return False
+        if source is not None and fs.same_file(old, source.stat()):
             return False
         if fs.link(old, path):
             self.unchanged += 1
@@ -84,7 +86,7 @@ class Tree:
             raise SiteError(msg)
         try:
             path, rel = self._path(f"{FILES_DIR}/{name}")
-            if not self._kept(rel, sha256, path, wheel.stat()):
+            if not self._kept(rel, sha256, path, wheel):
                 if data is None:
                     fs.copy_checked(wheel, path, sha256)
                 else:

@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wheelfarm import __version__
+from wheelfarm.core.forked import forked
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.index.catalog import Catalog
-from wheelfarm.index.coverage import coverage, svg
 from wheelfarm.index.lock import LOCK_TIMEOUT
 from wheelfarm.index.site import Site, SiteResult, reuse
 from wheelfarm.index.sources import Policy, read_wheelhouse, wheelhouse_key, yanked_versions
 from wheelfarm.matrix.expand import Expansion, expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.model import Matrix
+
+if TYPE_CHECKING:
+    from wheelfarm.matrix.model import Matrix
 
 
 def site_extras(
@@ -28,6 +32,8 @@ def site_extras(
     what it holds, not a plan it never meant to build), and the root's install helper."""
     extra: dict[str, bytes] = {}
     if expansion is not None:
+        from wheelfarm.index.coverage import coverage, svg  # noqa: PLC0415 - a farm's site only
+
         planned = expansion.by_id
         present = {i for i in build_ids if i in planned}  # not a set of every wheel's
         extra["coverage.svg"] = svg(coverage(expansion, present)).encode()
@@ -110,9 +116,10 @@ class PlannedArchs(Mapping[str, frozenset[str]]):
 
 
 def load_grid(root: FarmRoot) -> tuple[Matrix, Policy]:
-    """What a wheelhouse's site needs of the farm `root`: its matrix, and its builds' archs
+    """What a wheelhouse's site needs of the farm `root`: its matrix, loaded and checked in a
+    forked child (`forked`: the checking's imports leave with it), and its builds' archs
     (expanded only when a build record asks, `PlannedArchs`)."""
-    matrix = load_matrix(root)
+    matrix = forked(partial(load_matrix, root))
     return matrix, PlannedArchs(matrix)
 
 
