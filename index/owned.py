@@ -17,8 +17,8 @@ from typing import IO
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import SiteError
 from wheelfarm.index.catalog import Scratch
+from wheelfarm.index.unchanged import OWNED
 
-OWNED = ".wheelfarm-site"
 LIST_VERSION = 3
 SHOWN = 5  # foreign files named in a refusal
 _FILE, _CACHE = 0, 1  # the kinds of member of a site's file list
@@ -69,13 +69,6 @@ class Owned(Scratch):
         """Every file the site wrote, in path order."""
         rows = self._db.execute("SELECT key FROM owned WHERE kind = ? ORDER BY key", (_FILE,))
         return (k for (k,) in rows)
-
-
-def read_head(out: Path) -> object:
-    """Line 1 of the site's list (its input's digest, counts and number of files), decoded;
-    the rest of the list is not read."""
-    with (out / OWNED).open("rb") as fh:
-        return jsonread.loads(fh.readline(jsonread.MAX_BYTES + 1), what=f"{OWNED} line 1")
 
 
 def read_owned(out: Path) -> Owned:

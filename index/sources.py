@@ -28,6 +28,7 @@ from wheelfarm.index.entries import (
     parse,
     refusal,
 )
+from wheelfarm.index.unchanged import check_wheelhouse
 from wheelfarm.matrix.model import Matrix
 from wheelfarm.scripts.wheelfarm_install import ARCH
 
@@ -146,7 +147,7 @@ def read_wheelhouse(
     not read again); a wheel refused for a value of no shape the index serves (its name, its
     record's cells or archs) comes as its `Refused`. Nothing is written: the site places
     what it is handed (index.site.Site.placed), one wheel at a time."""
-    _check_wheelhouse(folder)
+    check_wheelhouse(folder)
     with os.scandir(folder) as it:  # names alone: no Path per file
         listing = [item.name for item in it]
     records = {n for n in listing if is_record_name(n)}  # no stat for the absent
@@ -248,29 +249,6 @@ def _known(
     floor = requires_python(meta)
     now = Known(stat, sha, hashlib.sha256(meta).hexdigest(), sys.intern(floor) if floor else None)
     return now, meta, data
-
-
-def wheelhouse_key(folder: Path) -> str:
-    """Digest of a wheelhouse as a listing: each wheel's and build record's name, size,
-    mtime, inode and ctime. Equal keys mean nothing in it changed, and nothing needs reading."""
-    _check_wheelhouse(folder)
-    digest = hashlib.sha256()
-    # names alone, each stat taken as it is hashed: 100,000 stat results held to be sorted
-    # would be the run's peak memory, and a Path per name a tenth of an unchanged rerun
-    with os.scandir(folder) as it:
-        listing = [item.name for item in it]
-    for name in sorted(n for n in listing if n.endswith(".whl") or is_record_name(n)):
-        st = os.stat(f"{folder}{os.sep}{name}")  # noqa: PTH116 - see above
-        digest.update(
-            f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_ctime_ns}\n".encode()
-        )
-    return digest.hexdigest()
-
-
-def _check_wheelhouse(folder: Path) -> None:
-    if not folder.is_dir():
-        msg = f"wheelhouse {str(folder)!r} is not a folder"
-        raise SiteError(msg)
 
 
 def with_archs(entry: WheelEntry, record: BuildRecord | None, policy: Policy | None) -> WheelEntry:

@@ -16,7 +16,8 @@ from wheelfarm.core.errors import SiteError
 from wheelfarm.core.wheelfile import read_metadata_bytes
 from wheelfarm.index import fs
 from wheelfarm.index.entries import FILES_DIR
-from wheelfarm.index.owned import OWNED, NewList, Owned
+from wheelfarm.index.owned import NewList, Owned
+from wheelfarm.index.unchanged import OWNED
 
 
 class Tree:

@@ -21,8 +21,8 @@ from wheelfarm.index import entries
 from wheelfarm.index import entries as reasons
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import Covered, WheelEntry, covers_from_name
-from wheelfarm.index.owned import OWNED
 from wheelfarm.index.site import Site, build_site
+from wheelfarm.index.unchanged import OWNED
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
 

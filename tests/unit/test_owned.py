@@ -22,8 +22,9 @@ from tests.unit.helpers.wheels import (
 )
 from wheelfarm.core.errors import SiteError
 from wheelfarm.index import sources
-from wheelfarm.index.owned import OWNED, read_owned
+from wheelfarm.index.owned import read_owned
 from wheelfarm.index.site import Site
+from wheelfarm.index.unchanged import OWNED
 
 FILE_LIST_LINE = st.one_of(
     st.sampled_from(['{"cache":{', '},"files":{', "}}", '"a.html":"' + "ab" * 32 + '",']),
@@ -36,7 +37,7 @@ FILE_LIST_LINE = st.one_of(
 def test_a_deep_file_list_line_or_cache_row_is_one_line_or_a_fresh_site(tmp_path: Path) -> None:
     from wheelfarm.core.errors import SiteError
     from wheelfarm.index.owned import read_owned
-    from wheelfarm.index.site import reuse
+    from wheelfarm.index.unchanged import reuse
 
     house, out = _house_hostile_data(tmp_path), tmp_path / "site"
     _index(house, out)
@@ -59,7 +60,7 @@ def test_any_file_list_is_read_or_refused_in_one_line(lines: list[str]) -> None:
 
     from wheelfarm.core.errors import SiteError
     from wheelfarm.index.owned import read_owned
-    from wheelfarm.index.site import reuse
+    from wheelfarm.index.unchanged import reuse
 
     with TemporaryDirectory() as tmp:
         out = Path(tmp) / "site"

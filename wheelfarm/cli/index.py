@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,7 @@ from wheelfarm.core.errors import SiteError
 from wheelfarm.index.lock import LOCK_TIMEOUT
 
 if TYPE_CHECKING:
-    from wheelfarm.index.site import SiteResult
+    from wheelfarm.index.unchanged import SiteResult
 
 SHOWN_UNFILED = 3  # wheel names printed per reason
 
@@ -59,12 +60,19 @@ def execute(args: argparse.Namespace) -> int:
         "lock_timeout": args.lock_timeout,
     }
     if args.github is None:
-        from wheelfarm.index.write import index_root, load_grid
+        from wheelfarm.index.unchanged import input_key, reuse
 
         root = common.root(args)  # the matrix is loaded only when the site is written
         given = args.wheelhouse or common.WHEELHOUSE
         folder = common.existing_path(given, "--wheelhouse", folder=True)
-        summary = index_root(root, lambda: load_grid(root), folder, args.out, **shared)
+        key = input_key(root, folder, args.title)
+        reused = reuse(args.out, key)  # an unchanged site: the writer is not even imported
+        if reused is None:
+            from wheelfarm.index.write import index_root, load_grid
+
+            grid = partial(load_grid, root)
+            reused = index_root(root, grid, folder, args.out, key=key, **shared)
+        summary = reused
     else:
         from wheelfarm.farm import index_releases
 
