@@ -135,18 +135,9 @@ class WheelEntry:
         return {(c.cuda, c.torch) for c in self.covers}
 
     def to_json(self) -> dict[str, Any]:
-        name, version, tags = self._names
-        label = read_label(version.local)
         return {
+            **_named(self._names),
             "filename": self.filename,
-            "name": name,
-            "version": str(version),
-            "public_version": version.public,
-            "label": version.local,
-            "cuda": label.cuda if label else None,
-            "torch": label.torch if label else None,
-            "tags": sorted(str(t) for t in tags),
-            "build_id": self.build_id,
             "url": self.link,
             "sha256": self.sha256,
             "size": self.size,
@@ -170,6 +161,37 @@ class WheelEntry:
         to_json derives from these (name, tags, archs, ...) are not read back."""
         kept = jsonread.decode(_Kept, data, what="a packages.json wheel entry", extra_keys=True)
         return cls(**{f.name: getattr(kept, f.name) for f in fields(kept)})
+
+
+def _named(parsed: Parsed) -> dict[str, Any]:
+    """The manifest fields a wheel's parsed name gives (`WheelEntry.to_json`)."""
+    name, version, tags = parsed
+    return {
+        "name": name,
+        **_versioned(version),
+        "tags": _tag_texts(tags),
+        "build_id": build_id(*parsed),
+    }
+
+
+@lru_cache(maxsize=4096)  # a version is shared by many wheels (every project's, every cell's)
+def _versioned(version: Version) -> dict[str, str | None]:
+    """A version's manifest fields: packaging formats a version anew each time it is asked,
+    three times a wheel. Copied by the caller, never changed."""
+    label = read_label(version.local)
+    return {
+        "version": str(version),
+        "public_version": version.public,
+        "label": version.local,
+        "cuda": label.cuda if label else None,
+        "torch": label.torch if label else None,
+    }
+
+
+@lru_cache(maxsize=4096)  # a few tag sets, shared by every wheel of a cell
+def _tag_texts(tags: frozenset[Tag]) -> list[str]:
+    """The tags as the manifest lists them (never changed: a fresh list would be the same)."""
+    return sorted(str(t) for t in tags)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
-from wheelfarm.core.record import BuildRecord, RecordError, is_record_name, path_for
+from wheelfarm.core.record import SUFFIX, BuildRecord, RecordError, is_record_name, path_for
 from wheelfarm.core.wheelfile import metadata_bytes, read_metadata_bytes, requires_python
 from wheelfarm.index.entries import (
     SHAPES,
@@ -188,12 +188,11 @@ class _House:
         if problem or not parsed:  # (no parse: a problem)
             return Refused(name, f"{SHAPES}: {problem}")
         wheel = self.folder / name
-        record_path = path_for(wheel)
-        has_record = record_path.name in self.records  # the listing's spelling of the name
-        record = _wheel_record(record_path) if has_record else None
+        record_path = path_for(wheel) if name + SUFFIX in self.records else None
+        record = None if record_path is None else _wheel_record(record_path)
         try:
-            st = wheel.stat()
-            stat = _stat_key(st, record_path if has_record else None)
+            st = os.stat(f"{self.folder}{os.sep}{name}")  # noqa: PTH116 - a Path's stat costs more
+            stat = _stat_key(st, record_path)
             saved = self.saved(name) if self.saved else None
             now, meta, data = _known(wheel, st.st_size, stat, saved)
             entry = with_archs(

@@ -31,6 +31,7 @@ class Tree:
         self.written = self.unchanged = 0
         self._root, self._old = str(new), str(out)
         self._made: set[str] = set()
+        self._made_files = False  # files/ made (`_file_path`)
 
     def _path(self, rel: str) -> tuple[str, str]:
         """The absolute path for `rel` inside the new tree, and `rel` normalized."""
@@ -44,6 +45,15 @@ class Tree:
             Path(folder).mkdir(parents=True, exist_ok=True)
             self._made.add(folder)
         return path, path[len(self._root) + 1 :].replace(os.sep, "/")
+
+    def _file_path(self, name: str) -> tuple[str, str]:
+        """`_path` of files/NAME for a name `place` checked (no separator, no leading dot):
+        nothing to normalize, so no normpath for each of 100,000 wheels."""
+        rel = f"{FILES_DIR}/{name}"
+        if not self._made_files:
+            self._path(rel)  # makes the folder, once
+            self._made_files = True
+        return f"{self._root}{os.sep}{FILES_DIR}{os.sep}{name}", rel
 
     def _kept(self, rel: str, sha256: str, path: str, source: Path | None = None) -> bool:
         """Link the old site's copy when it has these bytes at this path (and, for a wheel, is
@@ -86,7 +96,7 @@ class Tree:
             msg = f"refusing to place {name!r}: not a file name"
             raise SiteError(msg)
         try:
-            path, rel = self._path(f"{FILES_DIR}/{name}")
+            path, rel = self._file_path(name)
             if not self._kept(rel, sha256, path, wheel):
                 if data is None:
                     fs.copy_checked(wheel, path, sha256)
