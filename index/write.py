@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wheelfarm.core.forked import forked
+from wheelfarm.core.forked import Forked
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.lock import LOCK_TIMEOUT
@@ -101,11 +101,12 @@ class PlannedArchs(Mapping[str, frozenset[str]]):
         return len(self._loaded())
 
 
-def load_grid(root: FarmRoot) -> tuple[Matrix, Policy]:
+def load_grid(root: FarmRoot, loading: Forked[Matrix] | None = None) -> tuple[Matrix, Policy]:
     """What a wheelhouse's site needs of the farm `root`: its matrix, loaded and checked in a
-    forked child (`forked`: the checking's imports leave with it), and its builds' archs
-    (expanded only when a build record asks, `PlannedArchs`)."""
-    matrix = forked(partial(load_matrix, root))
+    forked child (`Forked`: the checking's imports leave with it; `loading` where the caller
+    started it already), and its builds' archs (expanded only when a build record asks,
+    `PlannedArchs`)."""
+    matrix = (loading or Forked(partial(load_matrix, root))).result()
     return matrix, PlannedArchs(matrix)
 
 
@@ -154,8 +155,8 @@ def index_root(
     reused = reuse(out, key)
     if reused is not None:
         return reused
-    matrix, builds = grid()
     with Site(out, lock_timeout=lock_timeout) as site:
+        matrix, builds = grid()  # after the old site is read: a forked load goes on meanwhile
         reads = read_wheelhouse(
             wheelhouse, matrix, yanked_versions(matrix), builds, site.owned.cache
         )

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from wheelfarm.core.errors import ConfigError
-from wheelfarm.core.forked import forked
+from wheelfarm.core.forked import Forked, forked
 
 
 def _import_probe() -> tuple[int, str]:
@@ -67,3 +71,29 @@ def test_an_error_is_raised_as_without_the_fork() -> None:
     ):
         forked(broken)
     assert calls[-1] == os.getpid()
+
+
+def test_a_child_never_asked_is_ended_and_reaped(tmp_path: Path) -> None:
+    """`wheelfarm index` starts the matrix's child before it knows it needs it (a locked
+    site may end the run first): the child, blocked writing more than a pipe holds, is ended
+    with its `Forked`, not left behind."""
+    if threading.active_count() > 1:
+        pytest.skip("another thread runs here (pytest-xdist): Forked runs in-process then")
+    where = tmp_path / "pid"
+
+    def big() -> bytes:
+        where.write_text(str(os.getpid()))
+        return b"x" * (1 << 20)
+
+    loading = Forked(big)
+    while not where.is_file() or not where.read_text():
+        time.sleep(0.01)
+    pid = int(where.read_text())
+    del loading
+    gc.collect()
+    try:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped already
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)  # only where the test failed

@@ -12,7 +12,9 @@ from wheelfarm.core.errors import SiteError
 from wheelfarm.index.lock import LOCK_TIMEOUT
 
 if TYPE_CHECKING:
+    from wheelfarm.core.root import FarmRoot
     from wheelfarm.index.unchanged import SiteResult
+    from wheelfarm.matrix.model import Matrix
 
 SHOWN_UNFILED = 3  # wheel names printed per reason
 
@@ -68,9 +70,12 @@ def execute(args: argparse.Namespace) -> int:
         key = input_key(root, folder, args.title)
         reused = reuse(args.out, key)  # an unchanged site: the writer is not even imported
         if reused is None:
+            from wheelfarm.core.forked import Forked
+
+            loading = Forked(partial(_matrix, root))  # in a child, while the writer is imported
             from wheelfarm.index.write import index_root, load_grid
 
-            grid = partial(load_grid, root)
+            grid = partial(load_grid, root, loading)
             reused = index_root(root, grid, folder, args.out, key=key, **shared)
         summary = reused
     else:
@@ -81,6 +86,13 @@ def execute(args: argparse.Namespace) -> int:
         summary = index_releases(matrix, expansion, github, args.out, **shared)
     _print_site(args.out, summary)
     return SiteError.exit_code if args.strict and summary.unfiled else 0
+
+
+def _matrix(root: FarmRoot) -> Matrix:
+    """The farm's matrix, loaded (imported here: in the forked child, not in the parent)."""
+    from wheelfarm.matrix.load import load_matrix
+
+    return load_matrix(root)
 
 
 def _print_site(out: Path, r: SiteResult) -> None:

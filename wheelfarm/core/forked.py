@@ -1,34 +1,54 @@
 """Run a function in a forked child and take back its result: what the child imports and
-allocates on the way is given back to the system when it exits. `wheelfarm index` loads the
-matrix so: checking the YAML imports jsonschema (5 MB that the rest of the run never uses, an
-eighth of its peak memory)."""
+allocates on the way is given back to the system when it exits, and the parent goes on with
+its own work meanwhile. `wheelfarm index` loads the matrix so: checking the YAML imports
+jsonschema (5 MB that the rest of the run never uses, an eighth of its peak memory), and the
+parent imports the site's writer while the child reads the YAML."""
 
 from __future__ import annotations
 
 import os
 import pickle
 import threading
+import weakref
 from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 _T = TypeVar("_T")
 
 
+class Forked(Generic[_T]):
+    """`fn()`, started in a forked child now; `result` waits for it and takes it back pickled
+    (it must pickle). Where the child gives no result (`fn` raised, or the child died), `fn`
+    runs here instead, so its error is raised as it would be without the fork (an exception
+    does not always pickle back whole). Runs here, in `result`, without forking where there
+    is no fork or where other threads run: a child forked from those can deadlock on a lock
+    another thread held. A child whose result is never asked for is ended with its parent's
+    `Forked` (its pipe closed, it exits; then it is reaped)."""
+
+    def __init__(self, fn: Callable[[], _T]) -> None:
+        self._fn = fn
+        self._child: tuple[int, int] | None = None  # (pid, the pipe's read end)
+        if hasattr(os, "fork") and threading.active_count() == 1:
+            self._child = _start(fn)
+            self._ended = weakref.finalize(self, _end, *self._child)
+
+    def result(self) -> _T:
+        data = b""
+        if self._child is not None:
+            data = _take(*self._child)
+            self._ended.detach()
+            self._child = None
+        # our own child's bytes, read from a pipe only it wrote: not input from outside
+        return cast("_T", pickle.loads(data)) if data else self._fn()  # noqa: S301
+
+
 def forked(fn: Callable[[], _T]) -> _T:
-    """`fn()`, run in a forked child and its result pickled back (it must pickle). Where the
-    child gives no result (`fn` raised, or the child died), `fn` runs here instead, so its
-    error is raised as it would be without the fork (an exception does not always pickle back
-    whole). Runs here without forking where there is no fork, or where other threads run:
-    a child forked from those can deadlock on a lock another thread held."""
-    if not hasattr(os, "fork") or threading.active_count() > 1:
-        return fn()
-    data = _child_result(fn)
-    # our own child's bytes, read back from a pipe only it wrote: not input from outside
-    return cast("_T", pickle.loads(data)) if data else fn()  # noqa: S301
+    """`fn()` run in a forked child (see `Forked`), waited for."""
+    return Forked(fn).result()
 
 
-def _child_result(fn: Callable[[], object]) -> bytes:
-    """The pickled result of `fn()` in a forked child; b"" when it gave none."""
+def _start(fn: Callable[[], object]) -> tuple[int, int]:
+    """A forked child running `fn`, writing its pickled result to a pipe: (pid, read end)."""
     reader, writer = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller
@@ -41,7 +61,18 @@ def _child_result(fn: Callable[[], object]) -> bytes:
         finally:
             os._exit(code)  # no atexit, no finalizers, no flushing the parent's buffers
     os.close(writer)
+    return pid, reader
+
+
+def _take(pid: int, reader: int) -> bytes:
+    """The child's pickled result, read to its end; b"" when it gave none."""
     with os.fdopen(reader, "rb") as fh:
         data = fh.read()
     _, status = os.waitpid(pid, 0)
     return data if os.waitstatus_to_exitcode(status) == 0 else b""
+
+
+def _end(pid: int, reader: int) -> None:
+    """A child no one asked: its pipe closed (its write fails, it exits), then reaped."""
+    os.close(reader)
+    os.waitpid(pid, 0)
