@@ -61,13 +61,46 @@ def _shared(value: _T) -> _T:
     return _SHARED.setdefault(value, value)  # type: ignore[return-value]
 
 
+_NO_BUILD, _BUILD = 4, 5  # the dashes in a wheel's name without and with a build tag
+
+
 def parse(filename: str) -> Parsed:
     """A wheel's name, version and tags (InvalidWheelFilename, a ValueError, for a name that
-    is not a wheel's), each shared with the equal ones already parsed."""
+    is not a wheel's), each shared with the equal ones already parsed. Each part is parsed
+    by packaging once per spelling (`_part`): a wheelhouse repeats a few hundred names,
+    versions and tag sets, and parsing a whole name was a tenth of an index run. A name
+    that does not split as a wheel's, or a part packaging refuses, is parsed whole, so the
+    error is packaging's own for the name given."""
+    stem = filename[:-4]
+    dashes = stem.count("-")
+    if filename.endswith(".whl") and dashes in (_NO_BUILD, _BUILD):
+        parts = stem.split("-", dashes - 2)
+        try:
+            if dashes == _BUILD:
+                _part(f"x-0-{parts[2]}-py3-none-any.whl")  # the build tag: only checked
+            return (
+                _part(f"{parts[0]}-0-py3-none-any.whl")[0],
+                _part(f"x-{parts[1]}-py3-none-any.whl")[1],
+                _part(f"x-0-{parts[-1]}.whl")[2],
+            )
+        except ValueError:
+            pass
     name, version, _, tags = parse_wheel_filename(filename)
-    # a version is shared by its spelling: Version('1.0') == Version('1.0.0')
-    spelled = _SHARED.setdefault(("version", str(version)), version)
-    return _shared(name), spelled, _shared(tags)  # type: ignore[return-value]
+    return _shared(name), _spelled(version), _shared(tags)
+
+
+@lru_cache(maxsize=4096)
+def _part(filename: str) -> Parsed:
+    """`parse` of a name made to check one part of another: the part is the only one that
+    varies, so packaging's verdict on it is its verdict on that part of any wheel's name."""
+    name, version, _, tags = parse_wheel_filename(filename)
+    return _shared(name), _spelled(version), _shared(tags)
+
+
+def _spelled(version: Version) -> Version:
+    """The version kept for this spelling: Version('1.0') == Version('1.0.0'), but a name
+    keeps the spelling its wheel gave."""
+    return _SHARED.setdefault(("version", str(version)), version)  # type: ignore[return-value]
 
 
 def spelled_version(spelled: str) -> Version:
