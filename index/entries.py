@@ -201,21 +201,24 @@ def _named(parsed: Parsed) -> dict[str, Any]:
     name, version, tags = parsed
     return {
         "name": name,
-        **_versioned(version),
+        **_versioned(str(version)),
         "tags": _tag_texts(tags),
         "build_id": build_id(*parsed),
     }
 
 
 @lru_cache(maxsize=4096)  # a version is shared by many wheels (every project's, every cell's)
-def _versioned(version: Version) -> dict[str, str | None]:
-    """A version's manifest fields: packaging formats a version anew each time it is asked,
-    three times a wheel. Copied by the caller, never changed."""
-    label = read_label(version.local)
+def _versioned(text: str) -> dict[str, str | None]:
+    """A version's manifest fields from its text (`str(version)`: keyed by the spelling, as
+    Version('1.0') == Version('1.0.0')): packaging formats a version anew each time it is
+    asked, three times a wheel. Its public part and local label are the text's two sides of
+    "+", as packaging writes them. Copied by the caller, never changed."""
+    public, _, local = text.partition("+")
+    label = read_label(local or None)
     return {
-        "version": str(version),
-        "public_version": version.public,
-        "label": version.local,
+        "version": text,
+        "public_version": public,
+        "label": local or None,
         "cuda": label.cuda if label else None,
         "torch": label.torch if label else None,
     }

@@ -180,13 +180,11 @@ class NewList:
 
     def wheel(self, rel: str, sha256: str, metadata_sha256: str, name: str, cache: object) -> None:
         """files/NAME and files/NAME.metadata; `cache` (unless None) is saved as NAME's."""
-        key = json.dumps(rel)
-        self._files.write(
-            f'{key}:{json.dumps(sha256)}\n{key[:-1]}.metadata":{json.dumps(metadata_sha256)}\n'
-        )
+        key = _text(rel)
+        self._files.write(f'{key}:{_text(sha256)}\n{key[:-1]}.metadata":{_text(metadata_sha256)}\n')
         if cache is not None:
             row = json.dumps(cache, default=_jsonable, separators=(",", ":"))
-            self._caches.write(f"{json.dumps(name)}:{row}\n")
+            self._caches.write(f"{_text(name)}:{row}\n")
         self.wheels += 1
 
     def write(self, path: Path, input_key: str, counts: object, pages: dict[str, str]) -> None:
@@ -205,6 +203,14 @@ class NewList:
             fh.write(f"{_FILES_OPEN}\n")
             _write_members(chain(members, _lines(self._files)), fh)
             fh.write(f"{_END}\n")
+
+
+def _text(value: str) -> str:
+    """json.dumps(value): a wheel's name and a sha256 are printable ASCII with nothing to
+    escape (quoted as they are, four times a wheel); anything else goes through json."""
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return f'"{value}"'
+    return json.dumps(value)
 
 
 def _jsonable(value: object) -> object:

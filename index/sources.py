@@ -159,8 +159,8 @@ def _reads(names: list[str], house: _House, yanked: Yanks) -> Iterator[Read | Re
     """`read_wheelhouse`'s wheels, read one at a time as they are asked for."""
     for name in names:
         read = house.read(name)
-        if isinstance(read, Read):
-            read = dataclasses.replace(read, entry=with_yank(read.entry, yanked))
+        if isinstance(read, Read) and (entry := with_yank(read.entry, yanked)) is not read.entry:
+            read = dataclasses.replace(read, entry=entry)
         yield read
 
 

@@ -118,3 +118,11 @@ def test_a_broken_file_list_is_refused(body: str, tmp_path: Path) -> None:
     (out / OWNED).write_text('{"version":3}\n' + body)
     with pytest.raises(SiteError, match="not a wheelfarm file list"):
         read_owned(out)
+
+
+@given(st.text(max_size=20))
+def test_a_list_member_is_quoted_as_json_quotes_it(value: str) -> None:
+    """Names and sha256s are quoted without json where nothing needs escaping: the same text."""
+    from wheelfarm.index.owned import _text
+
+    assert _text(value) == json.dumps(value)
