@@ -183,8 +183,7 @@ class NewList:
         key = _text(rel)
         self._files.write(f'{key}:{_text(sha256)}\n{key[:-1]}.metadata":{_text(metadata_sha256)}\n')
         if cache is not None:
-            row = json.dumps(cache, default=_jsonable, separators=(",", ":"))
-            self._caches.write(f"{_text(name)}:{row}\n")
+            self._caches.write(f"{_text(name)}:{_row(cache)}\n")
         self.wheels += 1
 
     def write(self, path: Path, input_key: str, counts: object, pages: dict[str, str]) -> None:
@@ -211,6 +210,16 @@ def _text(value: str) -> str:
     if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
         return f'"{value}"'
     return json.dumps(value)
+
+
+def _row(cache: object) -> str:
+    """A cache row's JSON, compact: a source's row of texts (a wheelhouse's `Known`) quoted
+    by `_text` rather than json's encoder (once a wheel); anything else through json."""
+    to_json = getattr(cache, "to_json", None)
+    values = to_json() if to_json is not None else cache
+    if isinstance(values, list) and all(v is None or isinstance(v, str) for v in values):
+        return "[" + ",".join("null" if v is None else _text(v) for v in values) + "]"
+    return json.dumps(cache, default=_jsonable, separators=(",", ":"))
 
 
 def _jsonable(value: object) -> object:

@@ -160,7 +160,7 @@ def index_root(
         reads = read_wheelhouse(
             wheelhouse, matrix, yanked_versions(matrix), builds, site.owned.cache
         )
-        with Catalog(site.placed(reads)) as wheels:
+        with Catalog(site.placed(reads), screened=True) as wheels:  # refused before placed
             return write_site(
                 matrix,
                 None,  # a local wheelhouse: its page shows its own cells, not the plan's

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.roots import REPO
-from tests.unit.helpers.strategies import VALUE
+from tests.unit.helpers.strategies import VALUE, VALUES
 from tests.unit.helpers.wheels import (
     CP311,
     DEEP,
@@ -126,3 +126,11 @@ def test_a_list_member_is_quoted_as_json_quotes_it(value: str) -> None:
     from wheelfarm.index.owned import _text
 
     assert _text(value) == json.dumps(value)
+
+
+@given(st.one_of(VALUES, st.lists(st.one_of(st.none(), st.text(max_size=10)), max_size=5)))
+def test_a_cache_row_is_written_as_json_writes_it(value: object) -> None:
+    """A row of texts is written without json's encoder: the same text as json's, compact."""
+    from wheelfarm.index.owned import _row
+
+    assert _row(value) == json.dumps(value, separators=(",", ":"))
