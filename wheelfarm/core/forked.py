@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import threading
 import weakref
 from collections.abc import Callable
@@ -22,8 +23,8 @@ class Forked(Generic[_T]):
     runs here instead, so its error is raised as it would be without the fork (an exception
     does not always pickle back whole). Runs here, in `result`, without forking where there
     is no fork or where other threads run: a child forked from those can deadlock on a lock
-    another thread held. A child whose result is never asked for is ended with its parent's
-    `Forked` (its pipe closed, it exits; then it is reaped)."""
+    another thread held. A child whose result is never asked for is killed and reaped with
+    its parent's `Forked` (a run that ends early, e.g. on a locked site)."""
 
     def __init__(self, fn: Callable[[], _T]) -> None:
         self._fn = fn
@@ -73,6 +74,8 @@ def _take(pid: int, reader: int) -> bytes:
 
 
 def _end(pid: int, reader: int) -> None:
-    """A child no one asked: its pipe closed (its write fails, it exits), then reaped."""
+    """A child no one asked: killed (its result is not wanted, nor the rest of its work),
+    its pipe closed, then reaped."""
+    os.kill(pid, signal.SIGKILL)
     os.close(reader)
     os.waitpid(pid, 0)
