@@ -71,8 +71,13 @@ class Catalog(Scratch):
     """Entries in a scratch database; the few distinct cover, SASS and PTX tuples stay in
     memory, shared by id."""
 
-    def __init__(self, entries: Iterable[WheelEntry | Refused] = ()) -> None:
+    def __init__(
+        self, entries: Iterable[WheelEntry | Refused] = (), *, screened: bool = False
+    ) -> None:
+        """`screened`: the entries were checked by `refusal` already (a wheelhouse's, before
+        they were placed), so they are not checked twice."""
         super().__init__(_CREATE)
+        self._screened = screened
         self._ids: dict[Hashable, int] = {}
         self._values: list[Any] = []
         self._cells: dict[int, int] = {}  # covers id -> the id of its cells in sorted order
@@ -85,7 +90,7 @@ class Catalog(Scratch):
             if isinstance(e, Refused):
                 reason = e.reason
             else:
-                problem = refusal(e)
+                problem = None if self._screened else refusal(e)
                 if problem is None:
                     yield e
                     continue

@@ -61,13 +61,46 @@ def _shared(value: _T) -> _T:
     return _SHARED.setdefault(value, value)  # type: ignore[return-value]
 
 
+_NO_BUILD, _BUILD = 4, 5  # the dashes in a wheel's name without and with a build tag
+
+
 def parse(filename: str) -> Parsed:
     """A wheel's name, version and tags (InvalidWheelFilename, a ValueError, for a name that
-    is not a wheel's), each shared with the equal ones already parsed."""
+    is not a wheel's), each shared with the equal ones already parsed. Each part is parsed
+    by packaging once per spelling (`_part`): a wheelhouse repeats a few hundred names,
+    versions and tag sets, and parsing a whole name was a tenth of an index run. A name
+    that does not split as a wheel's, or a part packaging refuses, is parsed whole, so the
+    error is packaging's own for the name given."""
+    stem = filename[:-4]
+    dashes = stem.count("-")
+    if filename.endswith(".whl") and dashes in (_NO_BUILD, _BUILD):
+        parts = stem.split("-", dashes - 2)
+        try:
+            if dashes == _BUILD:
+                _part(f"x-0-{parts[2]}-py3-none-any.whl")  # the build tag: only checked
+            return (
+                _part(f"{parts[0]}-0-py3-none-any.whl")[0],
+                _part(f"x-{parts[1]}-py3-none-any.whl")[1],
+                _part(f"x-0-{parts[-1]}.whl")[2],
+            )
+        except ValueError:
+            pass
     name, version, _, tags = parse_wheel_filename(filename)
-    # a version is shared by its spelling: Version('1.0') == Version('1.0.0')
-    spelled = _SHARED.setdefault(("version", str(version)), version)
-    return _shared(name), spelled, _shared(tags)  # type: ignore[return-value]
+    return _shared(name), _spelled(version), _shared(tags)
+
+
+@lru_cache(maxsize=4096)
+def _part(filename: str) -> Parsed:
+    """`parse` of a name made to check one part of another: the part is the only one that
+    varies, so packaging's verdict on it is its verdict on that part of any wheel's name."""
+    name, version, _, tags = parse_wheel_filename(filename)
+    return _shared(name), _spelled(version), _shared(tags)
+
+
+def _spelled(version: Version) -> Version:
+    """The version kept for this spelling: Version('1.0') == Version('1.0.0'), but a name
+    keeps the spelling its wheel gave."""
+    return _SHARED.setdefault(("version", str(version)), version)  # type: ignore[return-value]
 
 
 def spelled_version(spelled: str) -> Version:
@@ -135,18 +168,9 @@ class WheelEntry:
         return {(c.cuda, c.torch) for c in self.covers}
 
     def to_json(self) -> dict[str, Any]:
-        name, version, tags = self._names
-        label = read_label(version.local)
         return {
+            **_named(self._names),
             "filename": self.filename,
-            "name": name,
-            "version": str(version),
-            "public_version": version.public,
-            "label": version.local,
-            "cuda": label.cuda if label else None,
-            "torch": label.torch if label else None,
-            "tags": sorted(str(t) for t in tags),
-            "build_id": self.build_id,
             "url": self.link,
             "sha256": self.sha256,
             "size": self.size,
@@ -170,6 +194,40 @@ class WheelEntry:
         to_json derives from these (name, tags, archs, ...) are not read back."""
         kept = jsonread.decode(_Kept, data, what="a packages.json wheel entry", extra_keys=True)
         return cls(**{f.name: getattr(kept, f.name) for f in fields(kept)})
+
+
+def _named(parsed: Parsed) -> dict[str, Any]:
+    """The manifest fields a wheel's parsed name gives (`WheelEntry.to_json`)."""
+    name, version, tags = parsed
+    return {
+        "name": name,
+        **_versioned(str(version)),
+        "tags": _tag_texts(tags),
+        "build_id": build_id(*parsed),
+    }
+
+
+@lru_cache(maxsize=4096)  # a version is shared by many wheels (every project's, every cell's)
+def _versioned(text: str) -> dict[str, str | None]:
+    """A version's manifest fields from its text (`str(version)`: keyed by the spelling, as
+    Version('1.0') == Version('1.0.0')): packaging formats a version anew each time it is
+    asked, three times a wheel. Its public part and local label are the text's two sides of
+    "+", as packaging writes them. Copied by the caller, never changed."""
+    public, _, local = text.partition("+")
+    label = read_label(local or None)
+    return {
+        "version": text,
+        "public_version": public,
+        "label": local or None,
+        "cuda": label.cuda if label else None,
+        "torch": label.torch if label else None,
+    }
+
+
+@lru_cache(maxsize=4096)  # a few tag sets, shared by every wheel of a cell
+def _tag_texts(tags: frozenset[Tag]) -> list[str]:
+    """The tags as the manifest lists them (never changed: a fresh list would be the same)."""
+    return sorted(str(t) for t in tags)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,8 +17,8 @@ from typing import IO
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import SiteError
 from wheelfarm.index.catalog import Scratch
+from wheelfarm.index.unchanged import OWNED
 
-OWNED = ".wheelfarm-site"
 LIST_VERSION = 3
 SHOWN = 5  # foreign files named in a refusal
 _FILE, _CACHE = 0, 1  # the kinds of member of a site's file list
@@ -45,8 +45,12 @@ class Owned(Scratch):
             " WITHOUT ROWID"
         )
         self._db.executemany("INSERT OR REPLACE INTO owned VALUES (?, ?, ?)", members)
+        # a first build asks of every file it writes: no query when there is nothing to find
+        self._empty = not self._db.execute("SELECT EXISTS (SELECT 1 FROM owned)").fetchone()[0]
 
     def _value(self, kind: int, key: str) -> str | None:
+        if self._empty:
+            return None
         row = self._db.execute(
             "SELECT value FROM owned WHERE kind = ? AND key = ?", (kind, key)
         ).fetchone()
@@ -65,13 +69,6 @@ class Owned(Scratch):
         """Every file the site wrote, in path order."""
         rows = self._db.execute("SELECT key FROM owned WHERE kind = ? ORDER BY key", (_FILE,))
         return (k for (k,) in rows)
-
-
-def read_head(out: Path) -> object:
-    """Line 1 of the site's list (its input's digest, counts and number of files), decoded;
-    the rest of the list is not read."""
-    with (out / OWNED).open("rb") as fh:
-        return jsonread.loads(fh.readline(jsonread.MAX_BYTES + 1), what=f"{OWNED} line 1")
 
 
 def read_owned(out: Path) -> Owned:
@@ -183,13 +180,10 @@ class NewList:
 
     def wheel(self, rel: str, sha256: str, metadata_sha256: str, name: str, cache: object) -> None:
         """files/NAME and files/NAME.metadata; `cache` (unless None) is saved as NAME's."""
-        key = json.dumps(rel)
-        self._files.write(
-            f'{key}:{json.dumps(sha256)}\n{key[:-1]}.metadata":{json.dumps(metadata_sha256)}\n'
-        )
+        key = _text(rel)
+        self._files.write(f'{key}:{_text(sha256)}\n{key[:-1]}.metadata":{_text(metadata_sha256)}\n')
         if cache is not None:
-            row = json.dumps(cache, default=_jsonable, separators=(",", ":"))
-            self._caches.write(f"{json.dumps(name)}:{row}\n")
+            self._caches.write(f"{_text(name)}:{_row(cache)}\n")
         self.wheels += 1
 
     def write(self, path: Path, input_key: str, counts: object, pages: dict[str, str]) -> None:
@@ -208,6 +202,24 @@ class NewList:
             fh.write(f"{_FILES_OPEN}\n")
             _write_members(chain(members, _lines(self._files)), fh)
             fh.write(f"{_END}\n")
+
+
+def _text(value: str) -> str:
+    """json.dumps(value): a wheel's name and a sha256 are printable ASCII with nothing to
+    escape (quoted as they are, four times a wheel); anything else goes through json."""
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return f'"{value}"'
+    return json.dumps(value)
+
+
+def _row(cache: object) -> str:
+    """A cache row's JSON, compact: a source's row of texts (a wheelhouse's `Known`) quoted
+    by `_text` rather than json's encoder (once a wheel); anything else through json."""
+    to_json = getattr(cache, "to_json", None)
+    values = to_json() if to_json is not None else cache
+    if isinstance(values, list) and all(v is None or isinstance(v, str) for v in values):
+        return "[" + ",".join("null" if v is None else _text(v) for v in values) + "]"
+    return json.dumps(cache, default=_jsonable, separators=(",", ":"))
 
 
 def _jsonable(value: object) -> object:

@@ -10,7 +10,6 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,51 +19,13 @@ from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import Refused, WheelEntry
 from wheelfarm.index.lock import LOCK_TIMEOUT, site_lock
 from wheelfarm.index.manifest import published
-from wheelfarm.index.owned import new_list, read_head, read_owned, shown
+from wheelfarm.index.owned import new_list, read_owned, shown
 from wheelfarm.index.sources import Read
 from wheelfarm.index.tree import Tree
+from wheelfarm.index.unchanged import SiteResult
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is 3.11+
-
-
-@dataclass
-class SiteResult:
-    written: int = 0  # files written anew (the rest were linked from the old site)
-    unchanged: int = 0
-    removed: list[str] = field(default_factory=list)
-    combos: int = 0
-    wheels: int = 0
-    filed: int = 0  # wheels in at least one combo index
-    unfiled: dict[str, list[str]] = field(default_factory=dict)  # reason -> wheels
-
-    def counts(self) -> dict[str, object]:
-        """What a rerun on the same input reports without reading it again."""
-        return {
-            "combos": self.combos,
-            "wheels": self.wheels,
-            "filed": self.filed,
-            "unfiled": self.unfiled,
-        }
-
-
-def reuse(out: Path, input_key: str) -> SiteResult | None:
-    """The site's own report when it was written from the same input (a caller's digest of
-    everything it reads), so an unchanged rerun reads no wheel; else None."""
-    try:
-        data = read_head(out)
-        if not input_key or not isinstance(data, dict) or data.get("input") != input_key:
-            return None
-        counts = data["counts"]
-        return SiteResult(
-            unchanged=int(data["files"]),
-            combos=int(counts["combos"]),
-            wheels=int(counts["wheels"]),
-            filed=int(counts["filed"]),
-            unfiled={str(k): list(v) for k, v in counts["unfiled"].items()},
-        )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None  # no site, or not one to trust: write it
 
 
 def _check_nothing_lost(out: Path, wheels: Catalog, *, allow_removal: bool) -> None:
@@ -135,7 +96,7 @@ class Site:
     ) -> SiteResult:
         """Render the pages for `wheels` from the farm root's `templates` and swap the tree
         in; `extra` adds root files (coverage.svg, install.py). `unfiled` (wheels in no combo,
-        by reason) and `input_key` (see `reuse`) are kept in the site's file list."""
+        by reason) and `input_key` (see `unchanged.reuse`) are kept in the site's file list."""
         _check_nothing_lost(self.out, wheels, allow_removal=allow_removal)
         try:
             return self._commit(wheels, templates, extra or {}, title, unfiled or {}, input_key)

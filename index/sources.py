@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -14,8 +13,8 @@ from pathlib import Path
 
 from wheelfarm.core.archive import READ_ERRORS
 from wheelfarm.core.errors import SiteError
-from wheelfarm.core.record import BuildRecord, RecordError, is_record_name, path_for
-from wheelfarm.core.wheelfile import read_metadata_bytes, requires_python
+from wheelfarm.core.record import SUFFIX, BuildRecord, RecordError, is_record_name, path_for
+from wheelfarm.core.wheelfile import metadata_bytes, read_metadata_bytes, requires_python
 from wheelfarm.index.entries import (
     SHAPES,
     Covered,
@@ -29,6 +28,7 @@ from wheelfarm.index.entries import (
     parse,
     refusal,
 )
+from wheelfarm.index.unchanged import check_wheelhouse
 from wheelfarm.matrix.model import Matrix
 from wheelfarm.scripts.wheelfarm_install import ARCH
 
@@ -132,7 +132,7 @@ def _read(wheel: Path, size: int) -> tuple[str, bytes, bytes | None]:
     finally:
         os.close(fd)
     data = b"".join(chunks) if whole else None
-    return digest.hexdigest(), read_metadata_bytes(io.BytesIO(data) if data else wheel), data
+    return digest.hexdigest(), metadata_bytes(data) if data else read_metadata_bytes(wheel), data
 
 
 def read_wheelhouse(
@@ -147,7 +147,7 @@ def read_wheelhouse(
     not read again); a wheel refused for a value of no shape the index serves (its name, its
     record's cells or archs) comes as its `Refused`. Nothing is written: the site places
     what it is handed (index.site.Site.placed), one wheel at a time."""
-    _check_wheelhouse(folder)
+    check_wheelhouse(folder)
     with os.scandir(folder) as it:  # names alone: no Path per file
         listing = [item.name for item in it]
     records = {n for n in listing if is_record_name(n)}  # no stat for the absent
@@ -159,8 +159,8 @@ def _reads(names: list[str], house: _House, yanked: Yanks) -> Iterator[Read | Re
     """`read_wheelhouse`'s wheels, read one at a time as they are asked for."""
     for name in names:
         read = house.read(name)
-        if isinstance(read, Read):
-            read = dataclasses.replace(read, entry=with_yank(read.entry, yanked))
+        if isinstance(read, Read) and (entry := with_yank(read.entry, yanked)) is not read.entry:
+            read = dataclasses.replace(read, entry=entry)
         yield read
 
 
@@ -188,12 +188,11 @@ class _House:
         if problem or not parsed:  # (no parse: a problem)
             return Refused(name, f"{SHAPES}: {problem}")
         wheel = self.folder / name
-        record_path = path_for(wheel)
-        has_record = record_path.name in self.records  # the listing's spelling of the name
-        record = _wheel_record(record_path) if has_record else None
+        record_path = path_for(wheel) if name + SUFFIX in self.records else None
+        record = None if record_path is None else _wheel_record(record_path)
         try:
-            st = wheel.stat()
-            stat = _stat_key(st, record_path if has_record else None)
+            st = os.stat(f"{self.folder}{os.sep}{name}")  # noqa: PTH116 - a Path's stat costs more
+            stat = _stat_key(st, record_path)
             saved = self.saved(name) if self.saved else None
             now, meta, data = _known(wheel, st.st_size, stat, saved)
             entry = with_archs(
@@ -249,29 +248,6 @@ def _known(
     floor = requires_python(meta)
     now = Known(stat, sha, hashlib.sha256(meta).hexdigest(), sys.intern(floor) if floor else None)
     return now, meta, data
-
-
-def wheelhouse_key(folder: Path) -> str:
-    """Digest of a wheelhouse as a listing: each wheel's and build record's name, size,
-    mtime, inode and ctime. Equal keys mean nothing in it changed, and nothing needs reading."""
-    _check_wheelhouse(folder)
-    digest = hashlib.sha256()
-    # names alone, each stat taken as it is hashed: 100,000 stat results held to be sorted
-    # would be the run's peak memory, and a Path per name a tenth of an unchanged rerun
-    with os.scandir(folder) as it:
-        listing = [item.name for item in it]
-    for name in sorted(n for n in listing if n.endswith(".whl") or is_record_name(n)):
-        st = os.stat(f"{folder}{os.sep}{name}")  # noqa: PTH116 - see above
-        digest.update(
-            f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_ctime_ns}\n".encode()
-        )
-    return digest.hexdigest()
-
-
-def _check_wheelhouse(folder: Path) -> None:
-    if not folder.is_dir():
-        msg = f"wheelhouse {str(folder)!r} is not a folder"
-        raise SiteError(msg)
 
 
 def with_archs(entry: WheelEntry, record: BuildRecord | None, policy: Policy | None) -> WheelEntry:

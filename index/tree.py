@@ -16,7 +16,8 @@ from wheelfarm.core.errors import SiteError
 from wheelfarm.core.wheelfile import read_metadata_bytes
 from wheelfarm.index import fs
 from wheelfarm.index.entries import FILES_DIR
-from wheelfarm.index.owned import OWNED, NewList, Owned
+from wheelfarm.index.owned import NewList, Owned
+from wheelfarm.index.unchanged import OWNED
 
 
 class Tree:
@@ -30,6 +31,7 @@ class Tree:
         self.written = self.unchanged = 0
         self._root, self._old = str(new), str(out)
         self._made: set[str] = set()
+        self._made_files = False  # files/ made (`_file_path`)
 
     def _path(self, rel: str) -> tuple[str, str]:
         """The absolute path for `rel` inside the new tree, and `rel` normalized."""
@@ -44,11 +46,22 @@ class Tree:
             self._made.add(folder)
         return path, path[len(self._root) + 1 :].replace(os.sep, "/")
 
-    def _kept(self, rel: str, sha256: str, path: str, source: os.stat_result | None = None) -> bool:
+    def _file_path(self, name: str) -> tuple[str, str]:
+        """`_path` of files/NAME for a name `place` checked (no separator, no leading dot):
+        nothing to normalize, so no normpath for each of 100,000 wheels."""
+        rel = f"{FILES_DIR}/{name}"
+        if not self._made_files:
+            self._path(rel)  # makes the folder, once
+            self._made_files = True
+        return f"{self._root}{os.sep}{FILES_DIR}{os.sep}{name}", rel
+
+    def _kept(self, rel: str, sha256: str, path: str, source: Path | None = None) -> bool:
         """Link the old site's copy when it has these bytes at this path (and, for a wheel, is
         its own copy, not a link to the `source` file an older wheelfarm made)."""
         old = f"{self._old}/{rel}"
-        if self.owned.sha256(rel) != sha256 or (source is not None and fs.same_file(old, source)):
+        if self.owned.sha256(rel) != sha256:
+            return False
+        if source is not None and fs.same_file(old, source.stat()):
             return False
         if fs.link(old, path):
             self.unchanged += 1
@@ -83,8 +96,8 @@ class Tree:
             msg = f"refusing to place {name!r}: not a file name"
             raise SiteError(msg)
         try:
-            path, rel = self._path(f"{FILES_DIR}/{name}")
-            if not self._kept(rel, sha256, path, wheel.stat()):
+            path, rel = self._file_path(name)
+            if not self._kept(rel, sha256, path, wheel):
                 if data is None:
                     fs.copy_checked(wheel, path, sha256)
                 else:

@@ -4,20 +4,23 @@ and GitHub imports (requests among them) would add about 16 MB to that run's mem
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from wheelfarm import __version__
+from wheelfarm.core.forked import Forked
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.index.catalog import Catalog
-from wheelfarm.index.coverage import coverage, svg
 from wheelfarm.index.lock import LOCK_TIMEOUT
-from wheelfarm.index.site import Site, SiteResult, reuse
-from wheelfarm.index.sources import Policy, read_wheelhouse, wheelhouse_key, yanked_versions
+from wheelfarm.index.site import Site
+from wheelfarm.index.sources import Policy, read_wheelhouse, yanked_versions
+from wheelfarm.index.unchanged import SiteResult, input_key, reuse
 from wheelfarm.matrix.expand import Expansion, expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.model import Matrix
+
+if TYPE_CHECKING:
+    from wheelfarm.matrix.model import Matrix
 
 
 def site_extras(
@@ -28,6 +31,8 @@ def site_extras(
     what it holds, not a plan it never meant to build), and the root's install helper."""
     extra: dict[str, bytes] = {}
     if expansion is not None:
+        from wheelfarm.index.coverage import coverage, svg  # noqa: PLC0415 - a farm's site only
+
         planned = expansion.by_id
         present = {i for i in build_ids if i in planned}  # not a set of every wheel's
         extra["coverage.svg"] = svg(coverage(expansion, present)).encode()
@@ -59,19 +64,6 @@ def write_site(
         unfiled=unfiled,
         input_key=input_key,
     )
-
-
-def _input_key(root: FarmRoot, wheelhouse: Path, title: str) -> str:
-    """Everything a wheelhouse site is made from, by stat rather than by content where it is
-    big: the wheelhouse listing, the farm root's YAML and templates, the title, this code."""
-    digest = hashlib.sha256(f"{__version__}\0{title}\0{wheelhouse_key(wheelhouse)}".encode())
-    for folder in (root.matrix, root.templates):
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                digest.update(path.as_posix().encode() + path.read_bytes())
-    if root.install_helper.is_file():
-        digest.update(root.install_helper.read_bytes())
-    return digest.hexdigest()
 
 
 def policy(expansion: Expansion) -> Policy:
@@ -109,10 +101,12 @@ class PlannedArchs(Mapping[str, frozenset[str]]):
         return len(self._loaded())
 
 
-def load_grid(root: FarmRoot) -> tuple[Matrix, Policy]:
-    """What a wheelhouse's site needs of the farm `root`: its matrix, and its builds' archs
-    (expanded only when a build record asks, `PlannedArchs`)."""
-    matrix = load_matrix(root)
+def load_grid(root: FarmRoot, loading: Forked[Matrix] | None = None) -> tuple[Matrix, Policy]:
+    """What a wheelhouse's site needs of the farm `root`: its matrix, loaded and checked in a
+    forked child (`Forked`: the checking's imports leave with it; `loading` where the caller
+    started it already), and its builds' archs (expanded only when a build record asks,
+    `PlannedArchs`)."""
+    matrix = (loading or Forked(partial(load_matrix, root))).result()
     return matrix, PlannedArchs(matrix)
 
 
@@ -148,22 +142,25 @@ def index_root(
     title: str,
     allow_removal: bool = False,
     lock_timeout: float = LOCK_TIMEOUT,
+    key: str = "",
 ) -> SiteResult:
     """`index_wheelhouse` for the farm `root`, whose matrix and build archs `grid` loads only
     when the site is written: a rerun on an unchanged wheelhouse and farm root (its every
     file is in the input key) reports the site as it is, reading no wheel and no YAML, and a
     rerun after a change reads only the wheels whose size, mtime, inode or ctime changed.
-    Another run writing `out` is waited for up to `lock_timeout` seconds (index/lock.py)."""
-    key = _input_key(root, wheelhouse, title)
+    Another run writing `out` is waited for up to `lock_timeout` seconds (index/lock.py).
+    `key` is `input_key` of these arguments where the caller took it already (the CLI, which
+    looks for an unchanged site before it imports this module)."""
+    key = key or input_key(root, wheelhouse, title)
     reused = reuse(out, key)
     if reused is not None:
         return reused
-    matrix, builds = grid()
     with Site(out, lock_timeout=lock_timeout) as site:
+        matrix, builds = grid()  # after the old site is read: a forked load goes on meanwhile
         reads = read_wheelhouse(
             wheelhouse, matrix, yanked_versions(matrix), builds, site.owned.cache
         )
-        with Catalog(site.placed(reads)) as wheels:
+        with Catalog(site.placed(reads), screened=True) as wheels:  # refused before placed
             return write_site(
                 matrix,
                 None,  # a local wheelhouse: its page shows its own cells, not the plan's

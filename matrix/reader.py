@@ -11,14 +11,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
-from jsonschema import Draft202012Validator, ValidationError
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from referencing import Registry, Resource
 
 from wheelfarm.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator, ValidationError
 
 # Input bounds. The shipped files are a few KB and nest six levels deep; anything far past that
 # is a mistake or an attack, and PyYAML composes recursively, so depth is bounded before it is.
@@ -146,7 +147,12 @@ def clip(value: object, limit: int = 80) -> str:
 
 @cache
 def _validator(schemas: Path, name: str) -> Draft202012Validator:
-    """The validator for one file kind, from the farm root's own schemas (cached per folder)."""
+    """The validator for one file kind, from the farm root's own schemas (cached per folder).
+    jsonschema is imported here, when a file is checked: a module that only names the
+    matrix's types (the index's) does not pay its 5 MB."""
+    from jsonschema import Draft202012Validator  # noqa: PLC0415 - see above
+    from referencing import Registry, Resource  # noqa: PLC0415 - see above
+
     resources = []
     for path in schemas.glob("*.schema.json"):
         schema = json.loads(path.read_text(encoding="utf-8"))

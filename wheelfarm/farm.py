@@ -33,8 +33,9 @@ from wheelfarm.github.publish import Publisher, PublishReport, publish
 from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.lock import LOCK_TIMEOUT
-from wheelfarm.index.site import Site, SiteResult
+from wheelfarm.index.site import Site
 from wheelfarm.index.sources import yanked_versions
+from wheelfarm.index.unchanged import SiteResult
 from wheelfarm.index.write import index_wheelhouse, policy, write_site
 from wheelfarm.matrix.expand import Expansion
 from wheelfarm.matrix.model import ArchList, Matrix

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
 
@@ -21,8 +22,8 @@ from wheelfarm.index import entries
 from wheelfarm.index import entries as reasons
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import Covered, WheelEntry, covers_from_name
-from wheelfarm.index.owned import OWNED
 from wheelfarm.index.site import Site, build_site
+from wheelfarm.index.unchanged import OWNED
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
 
@@ -366,3 +367,39 @@ def test_collapsed_wheels_are_listed_under_every_combo(tmp_path: Path) -> None:
     assert result.combos == 6  # torch 2.10 to 2.15
     for minor in ("2.10", "2.15"):
         assert (tmp_path / "cu130" / f"torch{minor}" / "fa3" / "index.html").is_file()
+
+
+_NAME_PARTS = st.sampled_from(
+    ["demo_pkg", "Demo.Pkg", "a__b", "", "é", "1.0.0", "1.0.0+cu130torch2.14", "1.0.0+CU130",
+     "01.0", "v1", "1_a", "1", "cp312", "none", "manylinux_2_28_x86_64", "py2.py3", "cp312.cp313",
+     "abi3", "win_amd64", "x y", "any"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_NAME_PARTS, min_size=3, max_size=7), st.sampled_from([".whl", ".zip", ""]))
+@example(["demo_pkg", "1.0.0", "abi3", "cp312", "none", "any"], ".whl")  # a build tag refused
+@example(["demo_pkg", "1.0.0", "1_a", "cp312", "none", "any"], ".whl")
+def test_parse_gives_what_packaging_gives_or_its_error(parts: list[str], suffix: str) -> None:
+    """`parse` parses a wheel's name a part at a time (each part's spelling once); whatever the
+    name, it gives packaging's name, version (spelling and all) and tags, or packaging's own
+    error for that name."""
+    from packaging.utils import parse_wheel_filename
+
+    filename = "-".join(parts) + suffix
+
+    def theirs() -> tuple[object, ...]:
+        name, version, _, tags = parse_wheel_filename(filename)
+        return name, str(version), tags
+
+    def ours() -> tuple[object, ...]:
+        name, version, tags = entries.parse(filename)
+        return name, str(version), tags
+
+    def outcome(call: Callable[[], tuple[object, ...]]) -> tuple[object, ...]:
+        try:
+            return call()
+        except ValueError as exc:  # InvalidWheelFilename
+            return type(exc), str(exc)
+
+    assert outcome(ours) == outcome(theirs)

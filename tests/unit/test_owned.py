@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.roots import REPO
-from tests.unit.helpers.strategies import VALUE
+from tests.unit.helpers.strategies import VALUE, VALUES
 from tests.unit.helpers.wheels import (
     CP311,
     DEEP,
@@ -22,8 +22,9 @@ from tests.unit.helpers.wheels import (
 )
 from wheelfarm.core.errors import SiteError
 from wheelfarm.index import sources
-from wheelfarm.index.owned import OWNED, read_owned
+from wheelfarm.index.owned import read_owned
 from wheelfarm.index.site import Site
+from wheelfarm.index.unchanged import OWNED
 
 FILE_LIST_LINE = st.one_of(
     st.sampled_from(['{"cache":{', '},"files":{', "}}", '"a.html":"' + "ab" * 32 + '",']),
@@ -36,7 +37,7 @@ FILE_LIST_LINE = st.one_of(
 def test_a_deep_file_list_line_or_cache_row_is_one_line_or_a_fresh_site(tmp_path: Path) -> None:
     from wheelfarm.core.errors import SiteError
     from wheelfarm.index.owned import read_owned
-    from wheelfarm.index.site import reuse
+    from wheelfarm.index.unchanged import reuse
 
     house, out = _house_hostile_data(tmp_path), tmp_path / "site"
     _index(house, out)
@@ -59,7 +60,7 @@ def test_any_file_list_is_read_or_refused_in_one_line(lines: list[str]) -> None:
 
     from wheelfarm.core.errors import SiteError
     from wheelfarm.index.owned import read_owned
-    from wheelfarm.index.site import reuse
+    from wheelfarm.index.unchanged import reuse
 
     with TemporaryDirectory() as tmp:
         out = Path(tmp) / "site"
@@ -117,3 +118,19 @@ def test_a_broken_file_list_is_refused(body: str, tmp_path: Path) -> None:
     (out / OWNED).write_text('{"version":3}\n' + body)
     with pytest.raises(SiteError, match="not a wheelfarm file list"):
         read_owned(out)
+
+
+@given(st.text(max_size=20))
+def test_a_list_member_is_quoted_as_json_quotes_it(value: str) -> None:
+    """Names and sha256s are quoted without json where nothing needs escaping: the same text."""
+    from wheelfarm.index.owned import _text
+
+    assert _text(value) == json.dumps(value)
+
+
+@given(st.one_of(VALUES, st.lists(st.one_of(st.none(), st.text(max_size=10)), max_size=5)))
+def test_a_cache_row_is_written_as_json_writes_it(value: object) -> None:
+    """A row of texts is written without json's encoder: the same text as json's, compact."""
+    from wheelfarm.index.owned import _row
+
+    assert _row(value) == json.dumps(value, separators=(",", ":"))

@@ -18,9 +18,10 @@ from wheelfarm.core.record import Archs
 from wheelfarm.index import sources
 from wheelfarm.index.entries import WheelEntry
 from wheelfarm.index.manifest import MANIFEST
-from wheelfarm.index.owned import OWNED, read_owned
+from wheelfarm.index.owned import read_owned
 from wheelfarm.index.site import Site
 from wheelfarm.index.sources import Known, with_archs
+from wheelfarm.index.unchanged import OWNED
 
 
 def test_an_a_build_of_the_policys_arch_is_not_partial() -> None:

@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import io
+import warnings
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.roots import REPO
 from tests.unit.helpers.wheels import INFO, NAME, _wheel, _wheel_hostile, wheelhouse_catalog
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.cli import main
 from wheelfarm.core.errors import BuildError, SiteError
-from wheelfarm.core.wheelfile import metadata, record_problems
+from wheelfarm.core.wheelfile import (
+    FIXED_DATE,
+    _plain_metadata,
+    metadata,
+    metadata_bytes,
+    read_metadata_bytes,
+    record_problems,
+)
 
 
 @pytest.mark.parametrize(
@@ -145,3 +157,73 @@ def test_wheelhouse_garbled_build_record_names_it(
     assert err.count("\n") == 1
     assert f"{wheel}.build.json: {message}" in err
     assert not (tmp_path / "site").exists()
+
+
+def _zip(files: list[tuple[str, bytes, int]]) -> bytes:
+    """A zip of (name, data, compression) entries, in order (a name may repeat)."""
+    out = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of a repeated name
+        with zipfile.ZipFile(out, "w") as zf:
+            for name, data, method in files:
+                zf.writestr(zipfile.ZipInfo(name, date_time=FIXED_DATE), data, method)
+    return out.getvalue()
+
+
+def _outcome(read: Callable[[], bytes]) -> tuple[object, ...]:
+    """What a read gave: its bytes, or its error's type and text."""
+    try:
+        return ("read", read())
+    except Exception as exc:  # noqa: BLE001 - any error, compared as it is
+        return ("refused", type(exc), str(exc))
+
+
+_METHODS = st.sampled_from([zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2])
+_OTHERS = st.lists(
+    st.tuples(
+        st.sampled_from(["x.dist-info/RECORD", "x/a.py", "y.dist-info/METADATA", "é.py",
+                         "x.dist-info/METADATA", "x.dist-info/METADATA\x00", "x\\a.py"]),
+        st.binary(max_size=60),
+        _METHODS,
+    ),
+    max_size=3,
+)  # fmt: skip
+_FLIPS = st.lists(st.tuples(st.floats(0, 1), st.integers(0, 255)), max_size=2)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    meta=st.tuples(st.just("x.dist-info/METADATA"), st.binary(max_size=200), _METHODS),
+    others=_OTHERS,
+    first=st.booleans(),
+    flips=_FLIPS,
+    cut=st.integers(0, 3),
+    prefix=st.booleans(),
+)
+def test_metadata_bytes_reads_as_zipfile_or_refuses_as_it(
+    meta: tuple[str, bytes, int],
+    others: list[tuple[str, bytes, int]],
+    first: bool,
+    flips: list[tuple[float, int]],
+    cut: int,
+    prefix: bool,
+) -> None:
+    """The in-memory read (its own fast path for a plain zip) gives zipfile's bytes or its
+    error, for a wheel's METADATA among other entries, any byte overwritten, cut short, or
+    with bytes before it."""
+    data = bytearray(
+        (b"junk" if prefix else b"") + _zip([meta, *others] if first else [*others, meta])
+    )
+    for where, value in flips:
+        data[min(int(where * len(data)), len(data) - 1)] = value
+    whole = bytes(data[: len(data) - cut] if cut else data)
+    assert _outcome(lambda: metadata_bytes(whole)) == _outcome(
+        lambda: read_metadata_bytes(io.BytesIO(whole))
+    )
+
+
+def test_metadata_bytes_reads_a_plain_wheel_itself(tmp_path: Path) -> None:
+    """A wheel as builds write it is read without zipfile (the fast path is the common one)."""
+    data = _wheel(tmp_path).read_bytes()
+    assert _plain_metadata(data) == read_metadata_bytes(io.BytesIO(data))
+    assert _plain_metadata(data) is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,9 @@ from wheelfarm.core.errors import SiteError
 from wheelfarm.index.lock import LOCK_TIMEOUT
 
 if TYPE_CHECKING:
-    from wheelfarm.index.site import SiteResult
+    from wheelfarm.core.root import FarmRoot
+    from wheelfarm.index.unchanged import SiteResult
+    from wheelfarm.matrix.model import Matrix
 
 SHOWN_UNFILED = 3  # wheel names printed per reason
 
@@ -59,12 +62,22 @@ def execute(args: argparse.Namespace) -> int:
         "lock_timeout": args.lock_timeout,
     }
     if args.github is None:
-        from wheelfarm.index.write import index_root, load_grid
+        from wheelfarm.index.unchanged import input_key, reuse
 
         root = common.root(args)  # the matrix is loaded only when the site is written
         given = args.wheelhouse or common.WHEELHOUSE
         folder = common.existing_path(given, "--wheelhouse", folder=True)
-        summary = index_root(root, lambda: load_grid(root), folder, args.out, **shared)
+        key = input_key(root, folder, args.title)
+        reused = reuse(args.out, key)  # an unchanged site: the writer is not even imported
+        if reused is None:
+            from wheelfarm.core.forked import Forked
+
+            loading = Forked(partial(_matrix, root))  # in a child, while the writer is imported
+            from wheelfarm.index.write import index_root, load_grid
+
+            grid = partial(load_grid, root, loading)
+            reused = index_root(root, grid, folder, args.out, key=key, **shared)
+        summary = reused
     else:
         from wheelfarm.farm import index_releases
 
@@ -73,6 +86,13 @@ def execute(args: argparse.Namespace) -> int:
         summary = index_releases(matrix, expansion, github, args.out, **shared)
     _print_site(args.out, summary)
     return SiteError.exit_code if args.strict and summary.unfiled else 0
+
+
+def _matrix(root: FarmRoot) -> Matrix:
+    """The farm's matrix, loaded (imported here: in the forked child, not in the parent)."""
+    from wheelfarm.matrix.load import load_matrix
+
+    return load_matrix(root)
 
 
 def _print_site(out: Path, r: SiteResult) -> None:
