@@ -60,30 +60,44 @@ def cached_grid(root: FarmRoot, folder: Path | None) -> tuple[Matrix, Expansion]
     `folder` None loads and expands with no cache."""
     if folder is None:
         return _fresh(root)
-    path = folder / f"grid-{grid_key(root)}.pickle"
-    try:
-        with path.open("rb") as fh:
-            gc.disable()  # no collections while 13,000 builds' objects are made: 20 % of a load
-            try:
-                held = pickle.load(fh)  # noqa: S301 - our own folder (module docstring)
-            finally:
-                gc.enable()
-        matrix, expansion = held
-        if isinstance(matrix, Matrix) and isinstance(expansion, Expansion):
-            return _rooted(matrix, root), expansion
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError,
-            TypeError):  # fmt: skip
-        pass  # none yet, or a torn or older one: made again below
+    path = _path(folder, root)
+    held = _read(path, root, expansion=True)
+    if held is not None and held[1] is not None:
+        return held[0], held[1]
     matrix, expansion = _fresh(root)
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".grid-")
-    with os.fdopen(fd, "wb") as fh:
-        pickle.dump((matrix, expansion), fh, protocol=pickle.HIGHEST_PROTOCOL)
+    with os.fdopen(fd, "wb") as fh:  # two pickles: a reader of the matrix alone stops early
+        pickle.dump(matrix, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump(expansion, fh, protocol=pickle.HIGHEST_PROTOCOL)
     Path(tmp).replace(path)  # whole or not at all, for a reader in another process
     for old in folder.glob("grid-*.pickle"):
         if old != path:
             old.unlink(missing_ok=True)
     return matrix, expansion
+
+
+def _path(folder: Path, root: FarmRoot) -> Path:
+    return folder / f"grid-{grid_key(root)}.pickle"
+
+
+def _read(path: Path, root: FarmRoot, *, expansion: bool) -> tuple[Matrix, Expansion | None] | None:
+    """The matrix at `path` (and the expansion after it, if asked), bound to `root`; None when
+    there is none, or a torn or older one (it is made again)."""
+    try:
+        with path.open("rb") as fh:
+            gc.disable()  # no collections while 13,000 builds' objects are made: 20 % of a load
+            try:
+                matrix = pickle.load(fh)  # noqa: S301 - our own folder (module docstring)
+                held = pickle.load(fh) if expansion else None  # noqa: S301
+            finally:
+                gc.enable()
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError,
+            TypeError):  # fmt: skip
+        return None
+    if not isinstance(matrix, Matrix) or (expansion and not isinstance(held, Expansion)):
+        return None
+    return _rooted(matrix, root), held
 
 
 def _fresh(root: FarmRoot) -> tuple[Matrix, Expansion]:
@@ -109,7 +123,10 @@ def grid_from_env(root: FarmRoot) -> tuple[Matrix, Expansion]:
 
 
 def matrix_from_env(root: FarmRoot) -> Matrix:
-    """The matrix alone: from the cache where WHEELFARM_GRID_CACHE names one, else loaded
-    without expanding it (what `wheelfarm shard` needs)."""
+    """The matrix alone (what `wheelfarm shard` needs): the cache's first pickle where
+    WHEELFARM_GRID_CACHE names one, its expansion left unread; else loaded, not expanded."""
     folder = _folder()
-    return load_matrix(root) if folder is None else cached_grid(root, folder)[0]
+    if folder is None:
+        return load_matrix(root)
+    held = _read(_path(folder, root), root, expansion=False)
+    return held[0] if held is not None else cached_grid(root, folder)[0]

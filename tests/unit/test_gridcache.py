@@ -13,7 +13,7 @@ import pytest
 from tests.unit.helpers.roots import package_yaml
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix import gridcache
-from wheelfarm.matrix.gridcache import GRID_CACHE, cached_grid, grid_from_env
+from wheelfarm.matrix.gridcache import GRID_CACHE, cached_grid, grid_from_env, matrix_from_env
 
 
 def _unloadable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -91,3 +91,18 @@ def test_no_cache_unless_the_environment_names_a_folder(
     monkeypatch.setenv(GRID_CACHE, str(tmp_path / "cache"))
     grid_from_env(root)
     assert len(list((tmp_path / "cache").glob("grid-*.pickle"))) == 1
+
+
+def test_the_matrix_alone_leaves_the_expansion_unread(
+    matrix_dir: Callable[..., FarmRoot], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`wheelfarm shard` needs the matrix only: it stops after the file's first pickle (a torn
+    expansion after it does not matter to it), and loads nothing."""
+    root = matrix_dir({"demo-pkg": package_yaml()})
+    cache = tmp_path / "cache"
+    matrix, _ = cached_grid(root, cache)
+    (held,) = cache.glob("grid-*.pickle")
+    held.write_bytes(held.read_bytes()[:-50])
+    monkeypatch.setenv(GRID_CACHE, str(cache))
+    _unloadable(monkeypatch)
+    assert matrix_from_env(root) == matrix
