@@ -23,6 +23,7 @@ from ghsim.roots import REPO
 from ghsim.synthetic import farm_wheel
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.matrix.expand import Build, expand
+from wheelfarm.matrix.gridcache import GRID_CACHE
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.plan import group, job_minutes, make_plan
 
@@ -80,6 +81,7 @@ class Farm:
             "WHEELFARM_UPLOADS_URL": f"{fake.base}/uploads",
             "WHEELFARM_GITHUB_TIME_SCALE": str(fake.scale),
             "GITHUB_SHA": "0" * 40,
+            GRID_CACHE: str(work / "grid-cache"),  # each job's CLI loads the catalog once a run
         }
         run = [
             (re.compile(r"docker pull .*"), _quick(1.0)),

@@ -40,6 +40,20 @@ def test_broken_json_is_a_value_error(text: str | bytes) -> None:
         loads(text, what="x")
 
 
+def _nesting(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(_nesting, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_nesting, value.values()), default=0)
+    return 0
+
+
+@given(JSON, st.booleans())
+def test_depth_is_the_nesting_whatever_the_strings_hold(value: object, ascii_only: bool) -> None:
+    """Quotes, backslashes and brackets inside keys and strings never move the count."""
+    assert depth(json.dumps(value, ensure_ascii=ascii_only).encode()) == _nesting(value)
+
+
 @given(JSON)
 def test_round_trip(value: object) -> None:
     assert loads(json.dumps(value), what="x") == value

