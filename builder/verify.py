@@ -132,14 +132,19 @@ def _check_binary(
     entry: str,
     info: BinaryInfo,
     want: Expectation,
-    vendored: set[str],
     beside: dict[str, set[str]],
     report: Report,
 ) -> None:
     policy = want.policy
-    carried = {policy.fold(v) for v in vendored}  # Windows imports LibZstd.dll as LIBZSTD.DLL
-    if info.origin:  # its RUNPATH names $ORIGIN: the libraries the package ships beside it
-        carried |= {policy.fold(n) for n in beside.get(str(PurePosixPath(entry).parent), ())}
+    # what repair vendored (*.libs), and with $ORIGIN in its RUNPATH what ships beside it;
+    # folded: Windows imports LibZstd.dll as LIBZSTD.DLL
+    own = str(PurePosixPath(entry).parent)
+    carried = {
+        policy.fold(name)
+        for folder, names in beside.items()
+        if folder.endswith(".libs") or (info.origin and folder == own)
+        for name in names
+    }
     for lib in info.needed:
         if not (policy.is_system(lib) or policy.is_provided(lib) or policy.fold(lib) in carried):
             report.problems.append(
@@ -289,12 +294,10 @@ def _check_contents(wheel: Path, zf: zipfile.ZipFile, want: Expectation, report:
                 f"ships {entry}: torch/CUDA provide it at import; a second copy breaks "
                 f"the ABI (exclude it in repair)"
             )
-    vendored = {
-        PurePosixPath(n).name for n in binaries if PurePosixPath(n).parent.name.endswith(".libs")
-    }
     beside: dict[str, set[str]] = {}  # folder -> the binaries in it (llama.cpp's libggml*.so)
     for n in binaries:
         beside.setdefault(str(PurePosixPath(n).parent), set()).add(PurePosixPath(n).name)
+    vendored = {n for folder, names in beside.items() if folder.endswith(".libs") for n in names}
     for lib in sorted(vendored):
         if not want.policy.is_provided(_unmangle(lib)) and not want.policy.matches(
             lib, want.vendor_allow
@@ -311,7 +314,7 @@ def _check_contents(wheel: Path, zf: zipfile.ZipFile, want: Expectation, report:
         device += info.has_device_code
         if PurePosixPath(entry).parent.name.endswith(".libs"):
             continue
-        _check_binary(entry, info, want, vendored, beside, report)
+        _check_binary(entry, info, want, beside, report)
         if floor and info.glibc and info.glibc > (int(floor[1]), int(floor[2])):
             report.problems.append(
                 f"{entry} needs GLIBC_{info.glibc[0]}.{info.glibc[1]}, "
