@@ -242,6 +242,12 @@ def _data_checks(f: Document, data: dict[str, Any]) -> None:
                     f"{clip(module)} is {problem}: give the module to import, e.g. 'flash_attn' "
                     f"or 'torch_scatter.scatter'",
                 )
+    if not data["import"] and not data.get("import_gpu"):
+        f.add(
+            ["import"],
+            "is empty: name a module the import check imports, e.g. 'flash_attn' (empty only "
+            "where import_gpu names the modules that need a GPU)",
+        )
     for i, module in enumerate(data.get("import_gpu", [])):
         if module in data["import"]:
             f.add(

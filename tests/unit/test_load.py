@@ -222,6 +222,20 @@ def test_import_gpu_lists_the_modules_that_need_a_gpu(matrix_dir: Callable[..., 
     assert (pkg.imports, pkg.imports_gpu) == (("pkg",), ("pkg.cuda_ops",))
 
 
+def test_import_may_be_empty_when_every_module_needs_a_gpu(
+    matrix_dir: Callable[..., Path],
+) -> None:
+    text = package_yaml("pkg", extra="import: []\nimport_gpu: [pkg]\n")
+    (pkg,) = load_matrix(matrix_dir({"pkg": text})).packages
+    assert (pkg.imports, pkg.imports_gpu) == ((), ("pkg",))
+
+
+def test_import_and_import_gpu_both_empty_are_refused(matrix_dir: Callable[..., Path]) -> None:
+    text = package_yaml("pkg", extra="import: []\n")
+    with pytest.raises(ConfigError, match=r"import: is empty: name a module the import check"):
+        load_matrix(matrix_dir({"pkg": text}))
+
+
 @pytest.mark.parametrize(
     ("value", "error"),
     [
