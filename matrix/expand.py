@@ -3,7 +3,7 @@ cells into builds by ABI kind. See docs/adr/0003-abi-collapse.md."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from functools import cache, cached_property
@@ -12,10 +12,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from wheelfarm.core.errors import PlanError
-from wheelfarm.core.label import Label, cuda_version
+from wheelfarm.core.label import Label, cuda_version, torch_minor
 from wheelfarm.matrix.model import (
     Abi,
     AbiKind,
+    Arch,
     ArchList,
     Exclusion,
     Matrix,
@@ -69,6 +70,13 @@ class Build:
     python_abi: PythonAbi = "cpython"
     python_floor: str | None = None  # the floor an abi3 / none tag carries; None: `python`
     requires: tuple[str, ...] = ()  # ids of the farm_requires builds serving its cells
+    # The compile its binary comes from (docs/adr/0019-one-compile-per-cuda-major.md): the CUDA
+    # whose toolkit and torch compile it, the CUDA tags that one compile serves (compile_cuda
+    # first; just its own where it compiles alone) and the compile's label in ids.
+    compile_cuda: str
+    variants: tuple[str, ...]
+    compile_label: str
+    compile_name: str  # its wheel name, or the per-CUDA one's at the major: 'spconv-cu13'
 
     @property
     def torch_minor(self) -> str | None:
@@ -77,13 +85,16 @@ class Build:
     @property
     def label(self) -> str:
         """The local version label (docs/adr/0002-local-version-label.md)."""
-        if self.abi == "torch-free":
-            return str(Label(self.cuda))
-        if self.abi == "torch-stable":  # the floor it serves, not the torch it compiles with
-            return str(
-                Label(self.cuda, min((c.torch for c in self.covers), key=Version), stable=True)
-            )
-        return str(Label(self.cuda, self.torch_minor))
+        return self.label_for(self.abi, self.cuda, self.torch, self.covers)
+
+    @staticmethod
+    def label_for(abi: AbiKind, cuda: str, torch: str | None, covers: Iterable[Cell]) -> str:
+        """The label of a build of `abi` for `cuda` built against `torch`, serving `covers`."""
+        if abi == "torch-free":
+            return str(Label(cuda))
+        if abi == "torch-stable":  # the floor it serves, not the torch it compiles with
+            return str(Label(cuda, min((c.torch for c in covers), key=Version), stable=True))
+        return str(Label(cuda, None if torch is None else torch_minor(torch)))
 
     @property
     def python_tag(self) -> str:
@@ -96,14 +107,23 @@ class Build:
         return f"{self.distribution}-{self.version}-{self.label}-{self.python_tag}-{self.platform}"
 
     @property
+    def compile_id(self) -> str:
+        """The compile its binary comes from, e.g.
+        'flash-attn-2.8.3-cu13torch2.15-cp312-linux_x86_64' for the cu130 and cu132 wheels of
+        one compile; its own id where it compiles alone."""
+        return (
+            f"{self.compile_name}-{self.version}-{self.compile_label}-{self.python_tag}-"
+            f"{self.platform}"
+        )
+
+    @property
     def group_id(self) -> str:
-        """The job that builds it with the other Pythons of its package version, CUDA, torch
-        and platform (docs/adr/0016-python-groups.md), e.g.
-        'flash-attn-2.8.3-cu130torch2.14-linux_x86_64'; a build for every Python (abi3, no
-        torch ABI) is a group of its own."""
+        """The job that builds it with the other Pythons (docs/adr/0016-python-groups.md) and
+        CUDA minors (ADR 19) of its compile, e.g. 'flash-attn-2.8.3-cu13torch2.15-linux_x86_64';
+        a build for every Python (abi3, no torch ABI) is a group with its compile's minors."""
         if self.abi != "cpython":
-            return self.id
-        return f"{self.distribution}-{self.version}-{self.label}-{self.platform}"
+            return self.compile_id
+        return f"{self.compile_name}-{self.version}-{self.compile_label}-{self.platform}"
 
 
 @dataclass(frozen=True)
@@ -217,6 +237,7 @@ def builds(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Build]:
         first = min(with_torch, key=lambda c: (Version(c.torch), Version(c.python)))
         archs = matrix.arch.for_target(package, first.cuda, first.platform)
         torch = None if abi.kind == "torch-free" else str(releases[first.torch].version)
+        label = Build.label_for(abi.kind, first.cuda, torch, covers)
         out.append(
             Build(
                 package=package.name,
@@ -233,9 +254,115 @@ def builds(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Build]:
                 python_floor=abi.python_floor,
                 # arch via none compiles once
                 minutes=package.minutes_per_arch(first.version) * max(1, len(archs.archs)),
+                compile_cuda=first.cuda,
+                variants=(first.cuda,),
+                compile_label=label,
+                compile_name=package.distribution_for(first.cuda),
             )
         )
-    return out
+    if matrix.farm.cuda_majors is None:
+        return out
+    return compile_once_per_major(matrix, package, out)
+
+
+def _runs(package: Package, minors: list[Build]) -> Iterator[list[Build]]:
+    """The builds of one major, oldest CUDA first, in runs no branch of the package's code
+    (`cuda_minor_code`) falls inside: each run can be one compile."""
+    run: list[Build] = []
+    for b in minors:
+        if run and any(
+            cuda_version(run[-1].cuda) < at <= cuda_version(b.cuda)
+            for at in package.cuda_minor_code
+        ):
+            yield run
+            run = []
+        run.append(b)
+    if run:
+        yield run
+
+
+def _union(lists: Iterable[ArchList]) -> ArchList | None:
+    """Every SM any list names, with PTX where any asks for it (each variant's wheel keeps its
+    own list's SASS); None where two lists want one SM in different variants (9.0 and 9.0a)."""
+    by_sm: dict[int, Arch] = {}
+    for archs in lists:
+        for a in archs.archs:
+            have = by_sm.setdefault(a.sm, a)
+            if have.variant != a.variant:
+                return None
+            if a.ptx and not have.ptx:
+                by_sm[a.sm] = replace(have, ptx=True)
+    return ArchList(tuple(by_sm[sm] for sm in sorted(by_sm)))
+
+
+FAMILY_FROM = Version("12.9")  # nvcc emits family-specific ('f') targets from CUDA 12.9
+
+
+def _compiler(matrix: Matrix, run: list[Build], archs: ArchList) -> Build | None:
+    """The build of the run whose toolkit compiles for all: the oldest CUDA whose SM range
+    (arch.yaml `supported`) holds every arch. Oldest, because a binary of an older minor loads
+    with a newer one's runtime (ADR 19); None where no toolkit of the run emits them all."""
+    for b in run:
+        version = cuda_version(b.cuda)
+        low, high = matrix.arch.supported[str(version)]
+        if all(low <= a.sm <= high for a in archs.archs) and (
+            version >= FAMILY_FROM or all(a.variant != "f" for a in archs.archs)
+        ):
+            return b
+    return None
+
+
+def _shared_torch(matrix: Matrix, run: list[Build]) -> str | None:
+    """The torch one compile of the run builds and verifies against: theirs (one minor) for a
+    full-ABI build, none torch-free; on the stable ABI the newest minor that ships every CUDA
+    of the run (each variant's wheel is then verified with it). None where no minor does."""
+    if run[0].torch is None:
+        return None
+    if run[0].abi != "torch-stable":
+        return run[0].torch
+    shared = set.intersection(*({c.torch for c in b.covers} for b in run))
+    if not shared:
+        return None
+    return str(matrix.release(max(shared, key=Version)).version)
+
+
+def compile_once_per_major(matrix: Matrix, package: Package, made: list[Build]) -> list[Build]:
+    """One compile for the CUDA minors of a major (farm.yaml `cuda_majors`, ADR 19): the builds
+    of one version, platform and Python tag (and torch minor, for a full-ABI or
+    abi3 build) whose CUDAs share a major, split where the package's code branches on the minor,
+    each get the union of their arch lists and the toolkit of the oldest minor that emits it.
+    A run whose lists cannot be merged or whose toolkits cannot emit the union stays apart."""
+    buckets: dict[tuple[str, ...], list[Build]] = {}
+    for b in made:
+        minor = b.torch_minor if b.abi in ("cpython", "abi3") else ""
+        major = str(cuda_version(b.cuda).major)
+        key = (b.version, b.platform, b.python_tag, minor or "", major)
+        buckets.setdefault(key, []).append(b)
+    merged: dict[int, Build] = {}
+    for bucket in buckets.values():
+        bucket.sort(key=lambda b: cuda_version(b.cuda))
+        for run in _runs(package, bucket):
+            archs = _union(b.archs for b in run) if len(run) > 1 else None
+            first = _compiler(matrix, run, archs) if archs is not None else None
+            torch = _shared_torch(matrix, run) if first is not None else None
+            if archs is None or first is None or (torch is None and run[0].torch is not None):
+                continue
+            major = f"cu{cuda_version(first.cuda).major}"
+            label = Build.label_for(first.abi, first.cuda, torch, first.covers)
+            variants = (first.cuda, *(b.cuda for b in run if b is not first))
+            minutes = package.minutes_per_arch(first.version) * max(1, len(archs.archs))
+            for b in run:
+                merged[id(b)] = replace(
+                    b,
+                    archs=archs,
+                    torch=torch,
+                    minutes=minutes,
+                    compile_cuda=first.cuda,
+                    variants=variants,
+                    compile_label=label.replace(first.cuda, major, 1),
+                    compile_name=package.distribution_for(major),
+                )
+    return [merged.get(id(b), b) for b in made]
 
 
 @dataclass(frozen=True)

@@ -388,6 +388,8 @@ def _package(
         built_on=dict(data.get("built_on", {})),
         import_requires=tuple(data.get("import_requires", [])),
         vendor_allow=tuple(data.get("vendor_allow", [])),
+        cuda_minor_code=tuple(Version(v) for v in data.get("cuda_minor_code", {}).get("at", [])),
+        cuda_minor_reason=data.get("cuda_minor_code", {}).get("reason", ""),
         build_minutes_per_arch=float(data.get("build_minutes_per_arch", 10.0)),
         gb_per_job=float(data.get("gb_per_job", 3.0)),
     )

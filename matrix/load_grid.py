@@ -13,6 +13,7 @@ from wheelfarm.core.label import cuda_version
 from wheelfarm.matrix.model import (
     ArchList,
     ArchPolicy,
+    CudaMajors,
     FarmConfig,
     PlatformInfo,
     Pool,
@@ -117,6 +118,7 @@ def read_farm(path: Path, schemas: Path, errors: Problems) -> FarmConfig | None:
         platforms={k: PlatformInfo(**v) for k, v in data["platforms"].items()},
         split_compile=_split_compile(data.get("split_compile")),
         python_groups=_python_groups(data.get("python_groups")),
+        cuda_majors=_cuda_majors(data.get("cuda_majors")),
         pool=_pool(data["pool"]),
     )
 
@@ -137,6 +139,10 @@ def _python_groups(data: dict[str, Any] | None) -> PythonGroups | None:
         next_python_fraction=float(data["next_python_fraction"]),
         platforms=tuple(data["platforms"]),
     )
+
+
+def _cuda_majors(data: dict[str, Any] | None) -> CudaMajors | None:
+    return None if data is None else CudaMajors(variant_minutes=float(data["variant_minutes"]))
 
 
 def _split_compile(data: dict[str, Any] | None) -> SplitCompile | None:

@@ -186,6 +186,14 @@ class PythonGroups:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CudaMajors:
+    """One compile serves every CUDA minor of a major that torch ships for a cell's torch,
+    platform and Python (docs/adr/0019-one-compile-per-cuda-major.md)."""
+
+    variant_minutes: float  # each further minor's wheel: its torch env, relabel, repair, verify
+
+
+@dataclass(frozen=True, kw_only=True)
 class TierRule:
     """Cells a priority tier holds: `torch` 'newest', 'previous' or a glob of minors; `cuda`
     'pypi' (the CUDA of PyPI's wheel of that minor, torch.yaml's `pypi`) or a glob of tags."""
@@ -215,6 +223,7 @@ class FarmConfig:
     platforms: dict[str, PlatformInfo]
     split_compile: SplitCompile | None = None
     python_groups: PythonGroups | None = None  # None: every build is a job of its own
+    cuda_majors: CudaMajors | None = None  # None: every CUDA minor compiles on its own
     pool: Pool
 
 
@@ -349,6 +358,9 @@ class Package:
     farm_requires: tuple[NormalizedName, ...] = ()  # farm packages its modules import
     farm_build_requires: tuple[NormalizedName, ...] = ()  # of those, the ones its build imports
     vendor_allow: tuple[str, ...] = ()
+    # CUDA versions its code branches at inside a major: minors on either side compile apart
+    cuda_minor_code: tuple[Version, ...] = ()
+    cuda_minor_reason: str = ""
     build_minutes_per_arch: float = 10.0
     gb_per_job: float = 3.0
 

@@ -53,23 +53,40 @@ class Filters:
 @dataclass(frozen=True)
 class Group:
     """The builds one job makes in turn against one compiler cache (ADR 16): the missing Pythons
-    of a package version, CUDA, torch and platform. The first compiles every unit; each later
-    one hits the cache for every unit that never includes Python.h, so it costs `reuse` of its
-    own estimate (1.0 where the platform does not group)."""
+    and CUDA minors (ADR 19) of a package version, CUDA major, torch and platform. Each Python
+    compiles once: the first every unit, each later one hits the cache for every unit that never
+    includes Python.h, so it costs `reuse` of its own estimate (1.0 where the platform does not
+    group); each further minor's wheel of a compile costs `variant` minutes."""
 
     id: str
     builds: tuple[Build, ...]
     reuse: float = 1.0
+    variant: float = 0.0
 
     @property
     def platform(self) -> str:
         return self.builds[0].platform
 
     @property
+    def compiles(self) -> dict[str, float]:
+        """Each compile's own estimate (one a Python), by compile id, oldest Python first."""
+        return {b.compile_id: b.minutes for b in self.builds}
+
+    @property
+    def compile_minutes(self) -> float:
+        """The compiles' estimate: the first one's whole, the other Pythons' `reuse` share."""
+        first, *rest = self.compiles.values()
+        return first + self.reuse * sum(rest)
+
+    @property
+    def variant_minutes(self) -> float:
+        """`variant` for each wheel relabelled from another minor's compile."""
+        return self.variant * (len(self.builds) - len(self.compiles))
+
+    @property
     def minutes(self) -> float:
-        """The group's compile estimate: the first Python's whole, the others' `reuse` share."""
-        first, *rest = self.builds
-        return first.minutes + self.reuse * sum(b.minutes for b in rest)
+        """The group's estimate: its compiles and its relabelled wheels."""
+        return self.compile_minutes + self.variant_minutes
 
 
 @dataclass(frozen=True)
@@ -119,23 +136,35 @@ class Plan:
         return max((max(self.job_minutes(g)) for g in self.groups), default=0.0)
 
 
-def group(builds: Sequence[Build], groups: PythonGroups | None) -> tuple[Group, ...]:
-    """The builds as group jobs, oldest Python first: every Python of a group id on a platform
-    that groups (farm.yaml python_groups), a job per build elsewhere."""
+def group(
+    builds: Sequence[Build], groups: PythonGroups | None, variant: float = 0.0
+) -> tuple[Group, ...]:
+    """The builds as group jobs, oldest Python first: every Python and CUDA minor of a group id
+    on a platform that groups (farm.yaml python_groups), a job per build elsewhere; `variant`
+    minutes for each wheel relabelled from another's compile (farm.yaml cuda_majors)."""
     out: dict[str, list[Build]] = {}
     for b in builds:
         grouped = groups is not None and b.platform in groups.platforms
-        out.setdefault(b.group_id if grouped else b.id, []).append(b)
+        alone = b.id if groups is None else b.compile_id  # a job per build, or per compile
+        out.setdefault(b.group_id if grouped else alone, []).append(b)
     made = []
     for gid, members in out.items():
-        members.sort(key=lambda b: Version(b.python))
+        # oldest Python first, each Python's compiling minor before the minors relabelled from it
+        members.sort(key=lambda b: (Version(b.python), b.variants.index(b.cuda)))
         shared = {(b.torch, b.archs.torch, b.minutes) for b in members}
         if len(shared) > 1:  # one compile serves them all only if they compile the same
             msg = f"group {gid}: its builds differ in torch, archs or estimate: {sorted(shared)}"
             raise PlanError(msg)
         reuse = groups.next_python_fraction if groups is not None and len(members) > 1 else 1.0
-        made.append(Group(gid, tuple(members), reuse))
+        made.append(Group(gid, tuple(members), reuse, variant))
     return tuple(made)
+
+
+def variant_minutes(matrix: Matrix) -> float:
+    """What each CUDA minor's wheel relabelled from another's compile costs (farm.yaml
+    cuda_majors); 0 where every minor compiles on its own."""
+    majors = matrix.farm.cuda_majors
+    return 0.0 if majors is None else majors.variant_minutes
 
 
 def compile_shards(group: Group, split: SplitCompile | None) -> int:
@@ -143,19 +172,24 @@ def compile_shards(group: Group, split: SplitCompile | None) -> int:
     if (
         split is None
         or group.platform not in split.platforms
-        or group.minutes <= split.over_minutes
+        or group.compile_minutes <= split.over_minutes
     ):
         return 0
-    return max(2, math.ceil(group.minutes / split.shard_minutes))
+    return max(2, math.ceil(group.compile_minutes / split.shard_minutes))
 
 
 def job_minutes(group: Group, shards: int, split: SplitCompile | None) -> tuple[float, ...]:
     """(minutes,) of an unsplit group; the K shard jobs' minutes then the link job's (it links,
-    repairs and verifies every Python of the group)."""
+    repairs and verifies every Python of the group, and relabels and verifies each minor's
+    wheel of a compile)."""
     if not shards or split is None:
         return (round(group.minutes, 1),)
-    each = group.minutes / shards + split.job_overhead_minutes
-    link = sum(b.minutes for b in group.builds) * split.link_fraction + split.job_overhead_minutes
+    each = group.compile_minutes / shards + split.job_overhead_minutes
+    link = (
+        sum(group.compiles.values()) * split.link_fraction
+        + split.job_overhead_minutes
+        + group.variant_minutes
+    )
     return (*(round(each, 1) for _ in range(shards)), round(link, 1))
 
 
@@ -228,6 +262,7 @@ def make_plan(
     candidates = group(
         [b for b in selected if b.id in missing and b.id not in deferred],
         matrix.farm.python_groups if grouped else None,
+        variant_minutes(matrix),
     )
     while held := {g.id for g in _waiting(candidates, waits, existing)}:
         deferred.update({b.id: waits[b.id] for g in candidates if g.id in held for b in g.builds})

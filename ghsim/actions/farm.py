@@ -25,7 +25,7 @@ from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.matrix.expand import Build, expand
 from wheelfarm.matrix.gridcache import GRID_CACHE
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.plan import group, job_minutes, make_plan
+from wheelfarm.matrix.plan import group, job_minutes, make_plan, variant_minutes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DOCKER_RUN = re.compile(r"docker run .* scripts/farm-job\.sh", re.DOTALL)
@@ -58,7 +58,7 @@ class Farm:
         self.jobs = {
             g.id: g
             for grouped in (None, self.matrix.farm.python_groups)
-            for g in group(expansion.builds, grouped)
+            for g in group(expansion.builds, grouped, variant_minutes(self.matrix))
         }
         self.faults = faults or Faults()
         self.built: set[str] = set()
