@@ -58,7 +58,7 @@ _VERSION_RECORD = 16  # Elf_Verneed and Elf_Vernaux are 16 bytes in both ELF cla
 _READ_SLACK = 1 << 20
 _READ_CALL_COST = 64
 
-_ELF_ERRORS: tuple[type[Exception], ...] = (
+ELF_ERRORS: tuple[type[Exception], ...] = (
     ELFError,
     ConstructError,
     struct.error,
@@ -71,7 +71,7 @@ _ELF_ERRORS: tuple[type[Exception], ...] = (
     TypeError,
     RecursionError,
 )
-_PE_ERRORS: tuple[type[Exception], ...] = (
+PE_ERRORS: tuple[type[Exception], ...] = (
     pefile.PEFormatError,
     struct.error,
     IndexError,
@@ -146,7 +146,7 @@ def _entries(blob: bytes, pos: int, end: int) -> Iterator[tuple[int, str]]:
         pos = following
 
 
-class _MeteredStream(io.BytesIO):
+class MeteredStream(io.BytesIO):
     """The ELF bytes, charging each read so that no table walk can go on forever."""
 
     def __init__(self, data: bytes) -> None:
@@ -167,7 +167,7 @@ def _elf(data: bytes) -> BinaryInfo:
         return _read_elf(data)
     except _CorruptBinaryError:
         raise
-    except _ELF_ERRORS as exc:
+    except ELF_ERRORS as exc:
         msg = f"corrupt ELF: {exc or type(exc).__name__}"
         raise _CorruptBinaryError(msg) from exc
 
@@ -176,7 +176,7 @@ def _read_elf(data: bytes) -> BinaryInfo:
     if len(data) < (_ELF64_HEADER if data[4:5] == b"\x02" else _ELF32_HEADER):
         msg = "truncated ELF: shorter than its file header"
         raise _CorruptBinaryError(msg)
-    elf = ELFFile(_MeteredStream(data))
+    elf = ELFFile(MeteredStream(data))
     count = elf.num_sections()
     table_end: int = elf["e_shoff"] + count * elf["e_shentsize"]
     if count and table_end > len(data):
@@ -267,7 +267,7 @@ def _pe(data: bytes) -> BinaryInfo:
         return _read_pe(data)
     except _CorruptBinaryError:
         raise
-    except _PE_ERRORS as exc:
+    except PE_ERRORS as exc:
         reason = str(exc).strip("'") or type(exc).__name__  # pefile quotes its messages
         msg = f"corrupt PE: {reason}"
         raise _CorruptBinaryError(msg) from exc
