@@ -10,7 +10,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,6 +24,7 @@ from wheelfarm.builder.platforms import REPAIRERS, RepairJob, current, windows
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.steps import Steps
+from wheelfarm.builder.symbols import check_wheel as check_symbols
 from wheelfarm.builder.target import Target
 from wheelfarm.builder.verify import Expectation, Report, verify_static
 from wheelfarm.core import record
@@ -31,6 +32,7 @@ from wheelfarm.core.errors import (
     BuildError,
     ToolchainError,
     VerifyError,
+    WheelfarmError,
 )
 from wheelfarm.core.platforms import os_of
 from wheelfarm.core.proc import Runner, call
@@ -108,6 +110,8 @@ class _Compiled:
     wheel: Path
     ccache: dict[str, int]
     split: dict[str, object]  # shard.finish's summary; empty without a split
+    durations: dict[str, float]  # the compile's own steps: each of its wheels' record keeps them
+    label: str  # the label of the target it was compiled as (a package may set it natively)
 
 
 def find_python(version: str, explicit: str | None, environ: Mapping[str, str] = os.environ) -> str:
@@ -202,7 +206,7 @@ def compile_env(
     env["SOURCE_DATE_EPOCH"] = str(SOURCE_DATE_EPOCH)  # what setuptools stamps the wheel with
     env.update(current().compile_env(env, work))  # Windows: DISTUTILS_USE_SDK; Linux: prefix maps
     env.update(windows.append_nvcc_flags(env, target.nvcc_flags))
-    env.update(pkg.env_for(build.cuda, build.platform, build.archs))
+    env.update(pkg.env_for(build.compile_cuda, build.platform, build.archs))
     headers = ccache.Headers(
         torch=torch_site / "torch" / "include" if torch_site is not None else None,
         libraries=tuple(library_headers),
@@ -237,14 +241,16 @@ def target_torch_env(
     index: str,
     log: Path,
     importing: bool = False,
+    compiling: bool = False,
     run: Runner = call,
 ) -> envs.TorchEnv | None:
-    """The shared torch venv a target builds against (none for torch-free) or, `importing`,
-    imports against (a torch-free package with `import_with_torch`: its CUDA's newest torch)."""
+    """The shared torch venv a target builds against (none for torch-free), `compiling` its
+    compile's (another minor's of its major, ADR 19), or, `importing`, imports against (a
+    torch-free package with `import_with_torch`: its CUDA's newest torch)."""
     torch = target.import_torch if importing else target.build.torch
     if torch is None:
         return None
-    cuda = target.build.cuda
+    cuda = target.compile_env_cuda if compiling else target.build.cuda
     return envs.torch_env(
         cache, python=python, torch=torch, cuda=cuda, index=index, log=log, run=run
     )
@@ -338,20 +344,27 @@ def compile_wheel(
 
 
 def _compile(target: Target, opts: BuildOptions, steps: Steps) -> _Compiled:
-    """Toolchain, environment, source and compile: what a wheel and a compile shard share."""
-    work = opts.work_dir / target.id
+    """Toolchain, environment, source and compile: what a wheel and a compile shard share. The
+    target's compile (ADR 19) sets them: its CUDA's toolkit and torch, which may be another
+    minor's of its major than the target's own."""
+    work = opts.work_dir / target.build.compile_id
     build, pkg = target.build, target.package
     python = find_python(build.python, opts.python)
-    index, run = opts.torch_index or target.torch_index, opts.run
+    index, run = opts.torch_index or target.compile_index, opts.run
     with steps.step("toolchain") as log:
         tc = toolchain.detect(
-            build.cuda, dict(os.environ), work=opts.cache, log=log, root=target.root, run=run
+            build.compile_cuda,
+            dict(os.environ),
+            work=opts.cache,
+            log=log,
+            root=target.root,
+            run=run,
         )
         log.write_text(f"CUDA_HOME={tc.cuda_home}\nnvcc {tc.version}\n{tc.compiler}\n")
     with steps.step("environment") as log:
         link = driver.link_env(tc.cuda_home, work / "link-stubs", os.environ, log, run=run)
         torch_env = target_torch_env(
-            target, cache=opts.cache, python=python, index=index, log=log, run=run
+            target, cache=opts.cache, python=python, index=index, log=log, compiling=True, run=run
         )
         py = envs.overlay(torch_env, work / "build-venv", python=python, log=log, run=run)
         if pkg.build_requires:
@@ -378,7 +391,10 @@ def _compile(target: Target, opts: BuildOptions, steps: Steps) -> _Compiled:
     with steps.step("compile") as log:
         built, ccache = compile_wheel(py, src, work / "dist", env, log, opts.deadline, run=run)
         split = shard.finish(opts.split, ccache, env)
-    return _Compiled(work, python, index, tc, torch_env, torch_site, env, built, ccache, split)
+    return _Compiled(
+        work, python, index, tc, torch_env, torch_site, env, built, ccache, split,
+        dict(steps.durations), build.label,
+    )  # fmt: skip
 
 
 def run_shard(target: Target, opts: BuildOptions) -> ShardResult:
@@ -396,19 +412,64 @@ def run_shard(target: Target, opts: BuildOptions) -> ShardResult:
 
 def run_build(target: Target, opts: BuildOptions) -> BuildResult:
     """Build, repair and verify one target; keep logs and the work folder on failure."""
+    for _, outcome in run_compile([target], opts):
+        if isinstance(outcome, WheelfarmError):
+            raise outcome
+        return outcome
+    msg = "run_compile made nothing of one target"  # pragma: no cover - it always yields one
+    raise AssertionError(msg)
+
+
+Outcome = tuple[Target, BuildResult | WheelfarmError]
+
+
+def run_compile(targets: Sequence[Target], opts: BuildOptions) -> Iterator[Outcome]:
+    """One compile and each target's wheel from it (ADR 19): every target is a CUDA minor of
+    the first's compile, so the binary is compiled once, then relabelled, repaired, verified
+    against each target's own torch and recorded, target by target. A target that fails
+    (its verify refuses the binary for its runtime) is yielded as its error and the others
+    go on; a failed compile raises. The work folder is kept when anything failed."""
     if opts.split is not None and opts.split.is_shard:
         msg = "a compile shard makes no wheel: run_shard builds it"
         raise ValueError(msg)
-    steps = Steps(opts.out_dir / "logs" / target.id)
-    made = _compile(target, opts, steps)
+    first = targets[0]
+    made = _compile(first, opts, Steps(opts.out_dir / "logs" / first.id))
+    failed = False
+    for i, target in enumerate(targets):
+        if target.build.compile_id != first.build.compile_id:
+            msg = f"{target.id} is not of the compile {first.build.compile_id}"
+            raise ValueError(msg)
+        # the first target's log folder holds the compile's logs; the others' their own steps
+        steps = Steps(opts.out_dir / "logs" / target.id, keep=i == 0)
+        try:
+            yield target, _finish(target, made, opts, steps)
+        except WheelfarmError as exc:  # one minor's refusal must not stop the rest
+            failed = True
+            yield target, exc
+    if not failed:
+        shutil.rmtree(made.work, ignore_errors=True)
+
+
+def _finish(target: Target, made: _Compiled, opts: BuildOptions, steps: Steps) -> BuildResult:
+    """Relabel the compiled wheel as the target's, repair, verify against the target's own
+    torch (its import, and every symbol its binaries import) and record it."""
     build = target.build
+    work = made.work / build.label
     with steps.step("relabel"):
         requires = tuple(f.requirement for f in target.farm_requires)
-        labelled = relabel(made.wheel, build.label, made.work / "relabelled", requires)
+        labelled = relabel(
+            made.wheel,
+            build.label,
+            work / "relabelled",
+            requires,
+            name=build.distribution,
+            replacing=target.compiled_requires,
+            compiled=made.label,
+        )
     with steps.step("repair") as log:
         job = RepairJob(
             wheel=labelled,
-            out_dir=made.work / "repaired",
+            out_dir=work / "repaired",
             plat=opts.plat or target.wheel_platform,
             torch_lib=made.torch_site / "torch" / "lib" if made.torch_site else None,
             policy=library_policy(target.root, os_of(build.platform)),
@@ -417,7 +478,8 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         repaired = REPAIRERS[build.platform].repair(job)
     with steps.step("verify") as log:
         report = _verified_static(repaired, target)
-        _import_checked(repaired, target, made, opts, log)
+        verified_env = _import_checked(repaired, target, made, opts, log)
+        _symbols_checked(repaired, verified_env, opts, log)
         # only a verified wheel reaches the wheelhouse (where publish and the planner look)
         opts.out_dir.mkdir(parents=True, exist_ok=True)
         wheel = Path(shutil.move(repaired, opts.out_dir / repaired.name))
@@ -425,7 +487,7 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
         recorded = dataclasses.replace(opts, torch_index=made.index, plat=job.plat).recorded()
         timing = record.Timing(
             created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            steps_seconds=steps.durations,
+            steps_seconds={**made.durations, **steps.durations},
             ccache=made.ccache,
         )
         facts = provenance.build_record(
@@ -436,28 +498,49 @@ def run_build(target: Target, opts: BuildOptions) -> BuildResult:
             env=made.env,
             work=made.work,
             torch_env=made.torch_env,
+            verified_env=verified_env,
             options=recorded,
             timing=timing,
         )
         path = record.path_for(wheel)
         path.write_text(facts.to_json(), encoding="utf-8")
-    shutil.rmtree(made.work, ignore_errors=True)
-    return BuildResult(wheel, path, steps.durations)
+    return BuildResult(wheel, path, {**made.durations, **steps.durations})
+
+
+def _symbols_checked(
+    wheel: Path, torch_env: envs.TorchEnv | None, opts: BuildOptions, log: Path
+) -> None:
+    """Each binary's imports against the libraries of the torch env it was verified with
+    (builder/symbols.py): a wheel relabelled from another minor's compile loads only if its
+    runtime exports all it asks for. Nothing to check against without a torch env."""
+    if torch_env is None:
+        return
+    site = envs.site_packages(torch_env.python, run=opts.run)
+    problems = check_symbols(wheel, site, f"torch {torch_env.torch} ({torch_env.cuda})")
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"symbols: {len(problems)} missing against {site}\n")
+    if problems:
+        raise VerifyError(wheel.name, problems)
 
 
 def _import_checked(
     wheel: Path, target: Target, made: _Compiled, opts: BuildOptions, log: Path
-) -> None:
-    """The verify step's import check, beside the build's own torch unless a torch-free
-    package imports beside one."""
+) -> envs.TorchEnv | None:
+    """The verify step's import check, beside the target's own torch: the compile's where it
+    is the same build (torch and CUDA), else the target's (another minor of the compile, ADR
+    19; a torch-free package that imports beside one); the env it ran in."""
+    same = made.torch_env is not None and (made.torch_env.torch, made.torch_env.cuda) == (
+        target.import_torch,
+        target.build.cuda,
+    )
     torch_env = (
         made.torch_env
-        if target.import_torch == target.build.torch
+        if same or (made.torch_env is None and target.import_torch is None)
         else target_torch_env(
             target,
             cache=opts.cache,
             python=made.python,
-            index=made.index,
+            index=opts.torch_index or target.torch_index,
             log=log,
             importing=True,
             run=opts.run,
@@ -467,7 +550,7 @@ def _import_checked(
         wheel,
         target.package.imports,
         torch_env,
-        made.work / "verify-venv",
+        made.work / target.build.label / "verify-venv",
         python=made.python,
         log=log,
         requires=target.package.import_requires,
@@ -476,3 +559,4 @@ def _import_checked(
         farm_source=opts.farm_wheels or opts.out_dir,
         run=opts.run,
     )
+    return torch_env

@@ -59,10 +59,12 @@ def build_record(
     torch_env: envs.TorchEnv | None,
     options: record.RecordedOptions,
     timing: record.Timing,
+    verified_env: envs.TorchEnv | None = None,
 ) -> record.BuildRecord:
     """How this wheel was made, for users, the index and provenance. Everything but `timing`
     is the same when the same target is built again (in any work folder): what publish
-    hashes and `verify --rebuild` rebuilds from."""
+    hashes and `verify --rebuild` rebuilds from. `torch_env` is the compile's torch,
+    `verified_env` the one the wheel's import check ran beside."""
     s = target.source
     return record.BuildRecord(
         version=record.VERSION,
@@ -91,4 +93,14 @@ def build_record(
             filename=wheel.name, sha256=sha256_file(wheel), size=wheel.stat().st_size
         ),
         timing=timing,
+        compiled=record.CompiledFacts(
+            id=target.build.compile_id,
+            cuda=target.build.compile_cuda,
+            variants=target.build.variants,
+            verified_with=(
+                torch_facts(verified_env)
+                if verified_env is not None and verified_env != torch_env
+                else None
+            ),
+        ),
     )

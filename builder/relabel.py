@@ -52,13 +52,16 @@ def with_torch(lines: list[str], requirement: str | None) -> list[str]:
     return header + lines[end:]
 
 
-def with_requires(lines: list[str], requirements: tuple[str, ...]) -> list[str]:
+def with_requires(
+    lines: list[str], requirements: tuple[str, ...], replacing: tuple[str, ...] = ()
+) -> list[str]:
     """METADATA lines with each of `requirements` ('torch-scatter==2.1.2') as a header, in
-    place of any unconditional requirement of the same name."""
-    if not requirements:
+    place of any unconditional requirement of the same name or of a name in `replacing`."""
+    if not requirements and not replacing:
         return lines
     end = lines.index("") if "" in lines else len(lines)
     names = {canonicalize_name(Requirement(r).name) for r in requirements}
+    names |= {canonicalize_name(n) for n in replacing}
     header = [line for line in lines[:end] if _required_name(line) not in names]
     return header + [f"Requires-Dist: {r}" for r in requirements] + lines[end:]
 
@@ -74,16 +77,29 @@ def _required_name(line: str) -> str | None:
     return None if req.marker else canonicalize_name(req.name)
 
 
-def relabel(wheel: Path, label: str, out_dir: Path, requires: tuple[str, ...] = ()) -> Path:
+def relabel(
+    wheel: Path,
+    label: str,
+    out_dir: Path,
+    requires: tuple[str, ...] = (),
+    *,
+    name: str | None = None,
+    replacing: tuple[str, ...] = (),
+    compiled: str | None = None,
+) -> Path:
     """Give `wheel` the local version `+label`, its torch range and `requires` (the farm wheels
     it imports); return the new file (the old one is kept), or `wheel` itself when it already
-    has them all."""
-    _, version, build, _ = parse_wheel_filename(wheel.name)
-    if version.local not in (None, label):
-        msg = (
-            f"{wheel.name} already has local version {version.local!r}; expected none or {label!r}"
-        )
+    has them all. A wheel of one compile serving several CUDA minors (ADR 19) may carry the
+    label its compile set natively (`compiled`), which `label` replaces; `name` renames a
+    wheel whose name says its CUDA (spconv-cu130 compiled for cu132's spconv-cu132), and
+    `replacing` names the requirements the compile wrote that `requires` stands in for
+    (cumm-cu130)."""
+    wheel_name, version, build, _ = parse_wheel_filename(wheel.name)
+    if version.local not in (None, label, compiled):
+        ours = " or ".join(repr(x) for x in dict.fromkeys(filter(None, (label, compiled))))
+        msg = f"{wheel.name} already has local version {version.local!r}; expected none or {ours}"
         raise BuildError(msg)
+    renamed_to = name if name is not None and canonicalize_name(name) != wheel_name else None
     try:
         requirement = torch_requirement(Label.parse(label))
     except ValueError as exc:
@@ -98,13 +114,19 @@ def relabel(wheel: Path, label: str, out_dir: Path, requires: tuple[str, ...] = 
         msg = f"{wheel.name}: not a wheel relabel can read ({exc!r}); see the compile log"
         raise BuildError(msg) from exc
     lines = [
-        f"Version: {new_version}" if line.startswith("Version:") else line
+        f"Version: {new_version}"
+        if line.startswith("Version:")
+        else f"Name: {renamed_to}"
+        if renamed_to is not None and line.startswith("Name:")
+        else line
         for line in meta.split("\n")
     ]
-    new_meta = "\n".join(with_requires(with_torch(lines, requirement), requires))
+    new_meta = "\n".join(with_requires(with_torch(lines, requirement), requires, replacing))
     if version.local == label and new_meta == meta:
         return wheel
     dist_name = old_info.removesuffix(".dist-info").rsplit("-", 1)[0]
+    if renamed_to is not None:
+        dist_name = renamed_to.replace("-", "_")
     new_info = f"{dist_name}-{new_version}.dist-info"
     renamed: dict[str, bytes] = {}
     for n, data in files.items():
@@ -112,7 +134,10 @@ def relabel(wheel: Path, label: str, out_dir: Path, requires: tuple[str, ...] = 
         renamed[f"{new_info}/{rest}" if top == old_info else n] = data
     renamed[f"{new_info}/METADATA"] = new_meta.encode("utf-8")
     file_tags = wheel.name.removesuffix(".whl").split("-")[-3:]  # tags kept verbatim
-    parts = [wheel.name.split("-", 1)[0], str(new_version).replace("-", "_")]
+    parts = [
+        dist_name if renamed_to else wheel.name.split("-", 1)[0],
+        str(new_version).replace("-", "_"),
+    ]
     if build:
         parts.append(f"{build[0]}{build[1]}")
     dest = out_dir / ("-".join([*parts, *file_tags]) + ".whl")

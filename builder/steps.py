@@ -20,10 +20,12 @@ STEPS = ("toolchain", "environment", "source", "compile", "relabel", "repair", "
 class Steps:
     """Times each step, writes its log, logs '[i/8] step' lines, names the log on failure."""
 
-    def __init__(self, logs: Path) -> None:
-        """`logs` is emptied: a build's logs are its last run's."""
-        shutil.rmtree(logs, ignore_errors=True)
-        logs.mkdir(parents=True)
+    def __init__(self, logs: Path, *, keep: bool = False) -> None:
+        """`logs` is emptied (a build's logs are its last run's) unless `keep`: the compile's
+        first wheel finishes in the folder its compile's logs went to."""
+        if not keep:
+            shutil.rmtree(logs, ignore_errors=True)
+        logs.mkdir(parents=True, exist_ok=keep)
         self.logs = logs
         self.durations: dict[str, float] = {}
 

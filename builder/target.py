@@ -5,6 +5,7 @@ made once."""
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -13,9 +14,12 @@ from packaging.version import InvalidVersion, Version
 from wheelfarm.builder import envs
 from wheelfarm.builder.platforms import windows
 from wheelfarm.core.errors import PlanError
+from wheelfarm.core.label import torch_minor
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.expand import Build, Expansion
 from wheelfarm.matrix.model import Matrix, Package, PackageVersion, TorchRelease
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,6 +35,13 @@ class Target:
     import_torch: str | None = None  # the torch verify imports beside; None: none
     farm_requires: tuple[FarmWheel, ...] = ()  # farm wheels the import check installs first
     nvcc_flags: tuple[str, ...] = ()  # farm-wide NVCC_APPEND_FLAGS (platforms/windows.py)
+    # Its compile (ADR 19): the CUDA of the torch env it compiles against and that torch's
+    # index (its compile's CUDA; with pip's own index, the CUDA pip's torch is where it is one
+    # of the compile's), and the names of the per-CUDA farm wheels the compile requires where
+    # its wheel requires its own CUDA's instead (cumm-cu130 for spconv-cu132).
+    compile_env_cuda: str = ""
+    compile_index: str = ""
+    compiled_requires: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -117,6 +128,7 @@ def _target(
     import_torch = build.torch
     if import_torch is None and package.import_with_torch:
         import_torch = chosen()
+    env_cuda = _compile_env_cuda(matrix, build, from_pypi=from_pypi)
     return Target(
         build=build,
         package=package,
@@ -132,7 +144,25 @@ def _target(
             ".".join(import_torch.split(".")[:2]) if import_torch else None,
             package.farm_build_requires,
         ),
+        compile_env_cuda=env_cuda,
+        compile_index=matrix.torch_index(env_cuda),
+        compiled_requires=tuple(
+            matrix.package(r).distribution_for(build.compile_cuda)
+            for r in package.farm_requires
+            if build.cuda != build.compile_cuda
+        ),
     )
+
+
+def _compile_env_cuda(matrix: Matrix, build: Build, *, from_pypi: bool) -> str:
+    """The CUDA of the torch env a build compiles against: its compile's; where torch comes
+    from pip's own index, the CUDA of pip's torch of that release if the compile serves it (a
+    CUDA 13.0 toolkit compiles against PyPI's cu132 torch 2.15: torch refuses a major only)."""
+    if from_pypi and build.torch is not None:
+        pypi = matrix.release(torch_minor(build.torch)).pypi.get(build.platform)
+        if pypi in build.variants:
+            return pypi
+    return build.compile_cuda
 
 
 def resolve(
@@ -163,8 +193,8 @@ def resolve_group(
     """The targets of a group job (`plan`'s group id, docs/adr/0016-python-groups.md), oldest
     Python first: those of `pythons`, or every Python of the group."""
     members = sorted(
-        (b for b in expansion.builds if b.group_id == group_id and b.abi == "cpython"),
-        key=lambda b: Version(b.python),
+        (b for b in expansion.builds if b.group_id == group_id),
+        key=lambda b: (Version(b.python), b.variants.index(b.cuda)),
     )
     if not members:  # a build's own id
         target = resolve(matrix, expansion, group_id, from_pypi=from_pypi)
@@ -172,13 +202,37 @@ def resolve_group(
             msg = f"--pythons {' '.join(pythons)}: {group_id} builds Python {target.build.python}"
             raise PlanError(msg)
         return [target]
-    have = [b.python for b in members]
+    have = list(dict.fromkeys(b.python for b in members))
     unknown = [p for p in pythons if p not in have]
     if unknown:
         msg = f"--pythons {' '.join(unknown)}: group {group_id} has Pythons {' '.join(have)}"
         raise PlanError(msg)
     chosen = [b for b in members if not pythons or b.python in pythons]
-    return [_target(matrix, b, expansion, from_pypi=from_pypi) for b in chosen]
+    if not from_pypi:
+        return [_target(matrix, b, expansion) for b in chosen]
+    return _pip_served(matrix, expansion, group_id, chosen)
+
+
+def _pip_served(
+    matrix: Matrix, expansion: Expansion, group_id: str, chosen: list[Build]
+) -> list[Target]:
+    """The group's targets whose torch pip's own index has (a local build of a compile serving
+    several CUDA minors: PyPI's torch 2.15 is cu132 only), each minor left out said in a line;
+    an error where pip has none of them."""
+    out, left = [], []
+    for b in chosen:
+        try:
+            out.append(_target(matrix, b, expansion, from_pypi=True))
+        except PlanError as exc:  # noqa: PERF203 - one line per minor pip lacks
+            left.append(f"{b.id} ({exc})")
+    if not out:
+        msg = f"group {group_id}: pip's index has a torch for none of its builds: " + "; ".join(
+            left
+        )
+        raise PlanError(msg)
+    for line in left:
+        logger.warning("left out, its torch is not on pip's index: %s", line)
+    return out
 
 
 def select(

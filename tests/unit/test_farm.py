@@ -106,12 +106,14 @@ def test_a_recorded_arch_list_of_no_shape_is_a_usage_error() -> None:
 def test_a_group_id_builds_the_pythons_asked_for_oldest_first() -> None:
     matrix = load_matrix(REPO)
     expansion = expand(matrix)
-    group = "causal-conv1d-1.7.0-cu130torch2.14-linux_x86_64"
+    group = "causal-conv1d-1.7.0-cu13torch2.14-linux_x86_64"  # one compile for cu130 and cu132
     query = farm.TargetQuery(build_id=group)
     chosen = farm.choose_targets(matrix, expansion, query, ["3.13", "3.11"])
     assert [t.id for t in chosen] == [
         "causal-conv1d-1.7.0-cu130torch2.14-cp311-linux_x86_64",
+        "causal-conv1d-1.7.0-cu132torch2.14-cp311-linux_x86_64",
         "causal-conv1d-1.7.0-cu130torch2.14-cp313-linux_x86_64",
+        "causal-conv1d-1.7.0-cu132torch2.14-cp313-linux_x86_64",
     ]
     every = farm.choose_targets(matrix, expansion, query)
     assert len(every) > 2 and all(t.build.group_id == group for t in every)

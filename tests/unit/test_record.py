@@ -337,3 +337,19 @@ def test_a_wheelhouse_wheel_its_record_does_not_vouch_for_is_not_installed(
     assert f"{REQUIRED.pin} (farm_requires): {wheel}: {problem}" in line
     assert "nothing was installed" in line
     assert run.commands == []
+
+
+def test_a_record_says_which_compile_and_torch_a_minors_wheel_came_from() -> None:
+    """ADR 19: the cu132 wheel of the cu130 compile names the compile and the torch it was
+    verified beside; it reads back, and the schema takes it."""
+    compiled = record.CompiledFacts(
+        id="demo-pkg-1.0.0-cu13torch2.15-cp312-linux_x86_64",
+        cuda="cu130",
+        variants=("cu130", "cu132"),
+        verified_with=record.TorchFacts(torch="2.15.0+cu132", cuda="13.2"),
+    )
+    written = sample_record(compiled=compiled).to_object()
+    assert written["compiled"]["verified_with"] == {"torch": "2.15.0+cu132", "cuda": "13.2"}
+    assert VALIDATOR.is_valid(written)
+    assert BuildRecord.from_object(written, what="r").compiled == compiled
+    assert "compiled" not in SAMPLE.to_object()  # a record from before ADR 19 writes back as read

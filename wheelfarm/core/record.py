@@ -92,6 +92,19 @@ class TorchFacts:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CompiledFacts:
+    """The compile a wheel's binary comes from (docs/adr/0019-one-compile-per-cuda-major.md):
+    one compile serves the CUDA minors of a major, `cuda` the one whose toolkit (`toolchain`)
+    and torch (`torch`) compiled it; each minor's wheel is that binary relabelled and verified
+    against its own torch (`verified_with`: None where it is the compile's own, or none)."""
+
+    id: str
+    cuda: str
+    variants: tuple[str, ...]
+    verified_with: TorchFacts | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecordedOptions:
     """The options a build record keeps, so `verify --rebuild` builds the same way: their one
     list. Each is the builder's BuildOptions field of that name, recorded as the value the
@@ -141,12 +154,15 @@ class BuildRecord:
     archs_found: Mapping[str, Archs]  # binary in the wheel -> its archs
     wheel: WheelFacts
     timing: Timing | None = None  # None: a published record (records-<hash>.json)
+    compiled: CompiledFacts | None = None  # None: a record from before ADR 19
 
     def to_object(self) -> dict[str, Any]:
-        """The record as JSON values; no "timing" key when it has none."""
+        """The record as JSON values; no "timing" or "compiled" key when it has none (a record
+        from before ADR 19 writes back as it was read)."""
         data = typing.cast("dict[str, Any]", _plain(dataclasses.asdict(self)))
-        if self.timing is None:
-            del data["timing"]
+        for key in ("timing", "compiled"):
+            if data[key] is None:
+                del data[key]
         return data
 
     def to_json(self) -> str:
