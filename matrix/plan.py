@@ -370,11 +370,14 @@ def _long_job_warnings(
 
 
 def explain(plan: Plan, cell_id: str) -> str:
-    """Why one cell is built (and where it stands in the queue), covered by another build,
+    """Why one cell (or the build named by a build id) is built (and where it stands in the queue), covered by another build,
     already present, deferred, left to the next run, filtered or excluded."""
     for ex in plan.expansion.excluded:
         if ex.cell.id == cell_id:
             return f"{cell_id}: excluded by {ex.rule}"
+    build = plan.expansion.by_id.get(cell_id)  # a build id: the cell it was named after
+    if build is not None:
+        return f"{cell_id}: {_why(plan, build, build.covers[0])}"
     for b in plan.expansion.builds:
         if any(c.id == cell_id for c in b.covers):
             return f"{cell_id}: {_why(plan, b, next(c for c in b.covers if c.id == cell_id))}"
@@ -406,7 +409,7 @@ def _why(plan: Plan, b: Build, cell: Cell) -> str:
         )
     if not any(x.id == b.id for x in plan.todo):
         return f"already present as {b.id}"
-    job = _queued(plan, plan.group_of(b.id))
+    job = _compiled(b) + _queued(plan, plan.group_of(b.id))
     if len(b.covers) == 1:
         return f"built by {b.id} (archs {b.archs.torch}{job})"
     return (
@@ -415,10 +418,23 @@ def _why(plan: Plan, b: Build, cell: Cell) -> str:
     )
 
 
+def _compiled(b: Build) -> str:
+    """'; served by the cu130 compile ...' where one compile serves several minors (ADR 19)."""
+    if len(b.variants) == 1:
+        return ""
+    others = ", ".join(v for v in b.variants if v != b.cuda)
+    if b.compile_cuda == b.cuda:
+        return f"; its compile {b.compile_id} (CUDA {b.compile_cuda}) also serves {others}"
+    return (
+        f"; served by the {b.compile_cuda} compile {b.compile_id} (one per CUDA major, "
+        f"ADR 19), relabelled +{b.label} and verified against {b.cuda}'s torch"
+    )
+
+
 def _queued(plan: Plan, g: Group) -> str:
     """'; in job G with N other Pythons; tier T, place P of Q in the queue, ...'."""
     where = plan.placed[g.id]
-    others = f"; in job {g.id} with {len(g.builds) - 1} other Pythons" if len(g.builds) > 1 else ""
+    others = f"; in job {g.id} with {len(g.builds) - 1} other wheels" if len(g.builds) > 1 else ""
     after = f"; after {', '.join(where.after)}, whose wheels it imports" if where.after else ""
     return (
         f"{others}; tier {where.tier}, place {where.place} of {len(plan.groups)} in the queue, "

@@ -72,7 +72,8 @@ def choose_targets(
     """The targets of a group id (its `pythons`, or all), or the one target choose_target
     finds."""
     if query.build_id:
-        return resolve_group(matrix, expansion, query.build_id, pythons, from_pypi=query.from_pypi)
+        group = resolve_group(matrix, expansion, query.build_id, pythons, from_pypi=query.from_pypi)
+        return [_with_archs(target, query.archs) for target in group]
     if pythons:
         msg = "--pythons selects Pythons of a group id (see `wheelfarm plan --format json`)"
         raise UsageError(msg)
@@ -82,7 +83,8 @@ def choose_targets(
 def choose_target(matrix: Matrix, expansion: Expansion, query: TargetQuery) -> Target:
     """The target for a build id, or for flags with this machine's CUDA, Python and platform."""
     if query.build_id:
-        return resolve(matrix, expansion, query.build_id, from_pypi=query.from_pypi)
+        target = resolve(matrix, expansion, query.build_id, from_pypi=query.from_pypi)
+        return _with_archs(target, query.archs)
     if not (query.local or query.package):
         msg = "give a build id (see `wheelfarm plan`), or --local, or --package with flags"
         raise PlanError(msg)
@@ -97,15 +99,19 @@ def choose_target(matrix: Matrix, expansion: Expansion, query: TargetQuery) -> T
         version=query.version,
         from_pypi=query.from_pypi,
     )
-    if query.archs:
-        try:
-            archs = ArchList.parse(query.archs)
-        except ValueError as exc:
-            msg = f"--archs: {exc}"
-            raise PlanError(msg) from exc
-        build = dataclasses.replace(target.build, archs=archs)
-        target = dataclasses.replace(target, build=build)
-    return target
+    return _with_archs(target, query.archs)
+
+
+def _with_archs(target: Target, archs: str | None) -> Target:
+    """The target with `--archs` in place of its arch list (a quick local build)."""
+    if not archs:
+        return target
+    try:
+        parsed = ArchList.parse(archs)
+    except ValueError as exc:
+        msg = f"--archs: {exc}"
+        raise PlanError(msg) from exc
+    return dataclasses.replace(target, build=dataclasses.replace(target.build, archs=parsed))
 
 
 def index_releases(

@@ -166,7 +166,7 @@ def test_the_pythons_of_a_group_share_one_job_and_count_once(
     assert plan.job_minutes(g) == (round(each * (1 + 4 * groups.next_python_fraction), 1),)
     assert plan.runner_hours < len(plan.todo) * each / 60
     text = explain(plan, "pkg-1.0.0-cu130-torch2.14-cp312-linux_x86_64")
-    assert f"in job {g.id} with 4 other Pythons; tier 1, place 1 of 1 in the queue" in text
+    assert f"in job {g.id} with 4 other wheels; tier 1, place 1 of 1 in the queue" in text
     missing = make_plan(m, expand(m), existing={"pkg-1.0.0-cu130torch2.14-cp312-linux_x86_64"})
     (left,) = missing.groups
     assert left.id == g.id and [b.python for b in left.builds] == ["3.10", "3.11", "3.13", "3.14"]
@@ -327,3 +327,35 @@ def test_a_consumer_waits_while_one_of_its_producers_is_not_built_in_the_run(
     last = make_plan(m, e, existing=released)
     assert {b.package for b in last.todo} == {"user"} and not last.deferred
     assert not any(last.placed[g.id].after for g in last.groups)  # from the index
+
+
+CU13_214 = """\
+    constraints: {torch: "==2.14", cuda: ">=13", python: "==3.12", platforms: [linux_x86_64]}
+    build_minutes_per_arch: 10
+    """
+
+
+def test_the_minors_of_a_major_are_one_compile_and_a_relabel_each(
+    matrix_dir: Callable[..., Path],
+) -> None:
+    """cu130 and cu132 of one torch: one group, one compile, and farm.yaml's variant minutes
+    for the cu132 wheel; --explain says which compile serves the cu132 cell; a cu132 wheel
+    already released is not rebuilt (ADR 19)."""
+    m = _matrix(matrix_dir, "{kind: cpython}", extra=CU13_214)
+    majors = m.farm.cuda_majors
+    assert majors is not None
+    plan = make_plan(m, expand(m))
+    (g,) = plan.groups
+    assert g.id == "pkg-1.0.0-cu13torch2.14-linux_x86_64"
+    assert [b.cuda for b in g.builds] == ["cu130", "cu132"]
+    assert list(g.compiles) == ["pkg-1.0.0-cu13torch2.14-cp312-linux_x86_64"]
+    assert g.variant_minutes == majors.variant_minutes
+    assert plan.job_minutes(g) == (g.builds[0].minutes + majors.variant_minutes,)
+    text = explain(plan, "pkg-1.0.0-cu132-torch2.14-cp312-linux_x86_64")
+    assert "served by the cu130 compile pkg-1.0.0-cu13torch2.14-cp312-linux_x86_64" in text
+    assert "relabelled +cu132torch2.14" in text
+    assert "also serves cu132" in explain(plan, "pkg-1.0.0-cu130torch2.14-cp312-linux_x86_64")
+    held = make_plan(m, expand(m), existing={"pkg-1.0.0-cu132torch2.14-cp312-linux_x86_64"})
+    (left,) = held.groups
+    assert [b.cuda for b in left.builds] == ["cu130"] and left.variant_minutes == 0
+    assert [b.id for b in held.present] == ["pkg-1.0.0-cu132torch2.14-cp312-linux_x86_64"]
