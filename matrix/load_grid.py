@@ -14,6 +14,7 @@ from wheelfarm.matrix.model import (
     ArchList,
     ArchPolicy,
     FarmConfig,
+    GpuCheck,
     PlatformInfo,
     Pool,
     PythonGroups,
@@ -118,6 +119,17 @@ def read_farm(path: Path, schemas: Path, errors: Problems) -> FarmConfig | None:
         split_compile=_split_compile(data.get("split_compile")),
         python_groups=_python_groups(data.get("python_groups")),
         pool=_pool(data["pool"]),
+        gpu_check=_gpu_check(data.get("gpu_check")),
+    )
+
+
+def _gpu_check(data: dict[str, Any] | None) -> GpuCheck | None:
+    if data is None:
+        return None
+    return GpuCheck(
+        runner=data["runner"] or None,
+        platforms=tuple(data["platforms"]),
+        minutes_per_wheel=float(data["minutes_per_wheel"]),
     )
 
 

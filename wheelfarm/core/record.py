@@ -128,6 +128,38 @@ class Timing:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KernelOp:
+    """One op of a kernel check: how it was compared ('max abs', 'rel l2', or 'ran' for a
+    launch without a reference), the difference found and the bound it must stay within."""
+
+    name: str
+    metric: str
+    value: float | None  # None: no number (a launch only, or a shape that did not match)
+    bound: float | None
+    passed: bool
+    note: str | None  # why it failed, where a number does not say it
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelCheck:
+    """Where and how the wheel's kernels ran once (`wheelfarm verify --gpu`, builder/gpucheck.py):
+    the GPU, its arch, the driver, the verdict and the largest difference against the
+    package's reference (checks/<package>.py)."""
+
+    passed: bool
+    gpu: str  # nvidia-smi's name, e.g. 'NVIDIA H100 80GB HBM3'
+    sm: str  # the GPU's compute capability as an arch, e.g. 'sm_90'
+    driver: str  # e.g. '580.65.06'
+    checked: str  # when, UTC, ISO 8601
+    runner: str | None  # the runner label it ran on (farm.yaml gpu_check), None: elsewhere
+    reference: str  # what the check compares with (the check module's REFERENCE)
+    largest: float | None  # the largest difference of the op nearest its bound
+    largest_op: str | None
+    failure: str | None  # None when passed
+    ops: tuple[KernelOp, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class BuildRecord:
     version: int
     build_id: str
@@ -141,12 +173,14 @@ class BuildRecord:
     archs_found: Mapping[str, Archs]  # binary in the wheel -> its archs
     wheel: WheelFacts
     timing: Timing | None = None  # None: a published record (records-<hash>.json)
+    kernels: KernelCheck | None = None  # None: its kernels never ran on a GPU
 
     def to_object(self) -> dict[str, Any]:
-        """The record as JSON values; no "timing" key when it has none."""
+        """The record as JSON values; no "timing" or "kernels" key when it has none."""
         data = typing.cast("dict[str, Any]", _plain(dataclasses.asdict(self)))
-        if self.timing is None:
-            del data["timing"]
+        for optional in ("timing", "kernels"):
+            if data[optional] is None:
+                del data[optional]
         return data
 
     def to_json(self) -> str:
