@@ -52,6 +52,7 @@ class Covered:
 
 
 NOT_RUN = "kernels not run on a GPU"  # packages.json's and the page's word for a wheel without
+HELD_BACK = "held back"  # the head of a GPU check's hold (`wheelfarm coverage` lists them)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

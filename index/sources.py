@@ -16,6 +16,7 @@ from wheelfarm.core.errors import SiteError
 from wheelfarm.core.record import SUFFIX, BuildRecord, RecordError, is_record_name, path_for
 from wheelfarm.core.wheelfile import metadata_bytes, read_metadata_bytes, requires_python
 from wheelfarm.index.entries import (
+    HELD_BACK,
     NOT_RUN,
     SHAPES,
     Covered,
@@ -35,7 +36,6 @@ from wheelfarm.matrix.model import GpuCheck, Matrix
 from wheelfarm.scripts.wheelfarm_install import ARCH
 
 Yanks = dict[tuple[str, str], str]  # (normalized name, public version) -> reason
-HELD_BACK = "held back"  # the head of every GPU-check hold (`wheelfarm coverage` lists them)
 
 
 def covers_for(record: BuildRecord | None, filename: str, matrix: Matrix | None) -> Placement:

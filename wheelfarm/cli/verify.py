@@ -28,6 +28,9 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--no-import", action="store_true", help="skip the import check")
     p.add_argument("--cache", type=Path, default=None)
     p.add_argument(
+        "--python-exe", help="the interpreter of the import check (default: found by version)"
+    )
+    p.add_argument(
         "--farm-wheels",
         help="where the import check finds the farm wheels a package imports (farm_requires): a "
         "wheelhouse folder or the farm's index URL (default: the wheel's folder)",
@@ -90,6 +93,7 @@ def execute(args: argparse.Namespace) -> int:
         target,
         cache=(args.cache or default_cache()).resolve(),
         index=args.torch_index or (PIP_INDEX if local else target.torch_index),
+        python=args.python_exe,
         import_check=not args.no_import,
         farm_wheels=args.farm_wheels,
         kernels=device if held is None and _has_check(target) else None,
