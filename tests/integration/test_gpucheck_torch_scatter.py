@@ -1,6 +1,6 @@
 """torch-scatter's kernel check on its real CPU kernels: its PyPI sdist (2.1.2, the catalog's
-version) built CPU-only (FORCE_ONLY_CPU=1, g++ alone: about 6 of the 10 min 15 s it and
-torch-spline-conv took here together, sharing 2 cores) into a venv over the torch env, then
+version) built CPU-only (FORCE_ONLY_CPU=1, g++ alone: this test took 8 min 42 s here, beside two
+workers of Actions-model tests on the 2 shared cores) into a venv over the torch env, then
 checks/torch_scatter.py's CPU path run by builder/gpucheck.py: the check's op names and
 signatures meet the package itself, not a stand-in. (The farm's own wheel, FORCE_CUDA, takes
 12 minutes and its kernels need a GPU.)"""
