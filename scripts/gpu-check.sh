@@ -17,7 +17,7 @@ for wheel in "$dir"/*.whl; do
   [ -e "$wheel" ] || continue
   # the record's target Python and platform; a wheel without a record is left to publish's checks
   facts="$(wheelfarm gpu-check --facts "$wheel")" || continue
-  read -r python platform listed <<<"$facts"
+  read -r python platform listed build_id <<<"$facts"
   wheel_name="$(basename "$wheel")"
   if [ "$listed" != "checked" ]; then
     echo "skip $wheel_name: $platform is not a gpu_check platform"
@@ -26,7 +26,8 @@ for wheel in "$dir"/*.whl; do
   interpreter="$(uv python find "$python" 2>/dev/null || { uv python install --quiet "$python" >&2 && uv python find "$python"; })"
   checked=$((checked + 1))
   set +e
-  wheelfarm verify "$wheel" --gpu --runner "${GPU_RUNNER:-}" --python-exe "$interpreter"
+  # the build id: its target's torch index (cu126's torch is not PyPI's), as the build verified
+  wheelfarm verify "$wheel" "$build_id" --gpu --runner "${GPU_RUNNER:-}" --python-exe "$interpreter"
   code=$?
   set -e
   if [ "$code" -eq 11 ]; then exit 11; fi

@@ -23,8 +23,8 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
         "--facts",
         type=Path,
         metavar="WHEEL",
-        help="'PYTHON PLATFORM checked|skipped' of a wheel, from its build record: whether the "
-        "GPU runner checks it",
+        help="'PYTHON PLATFORM checked|skipped BUILD_ID' of a wheel, from its build record: "
+        "whether the GPU runner checks it, and the build verify checks it as",
     )
 
 
@@ -38,10 +38,12 @@ def execute(args: argparse.Namespace) -> int:
         return 0
     wheel = common.existing_path(args.facts, "wheel")
     try:
-        target = BuildRecord.read(path_for(wheel)).target
+        built = BuildRecord.read(path_for(wheel))
     except RecordError as exc:
         msg = f"{wheel.name}: no build record to check it against ({exc})"
         raise UsageError(msg) from exc
+    target = built.target
     checked = rule is not None and rule.runner is not None and target.platform in rule.platforms
-    print(f"{target.python} {target.platform} {'checked' if checked else 'skipped'}")
+    verdict = "checked" if checked else "skipped"
+    print(f"{target.python} {target.platform} {verdict} {built.build_id}")
     return 0
