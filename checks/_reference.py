@@ -13,7 +13,7 @@ def attention(
 ) -> torch.Tensor:
     """Softmax attention in float32 through torch's scaled_dot_product_attention; `heads_last`:
     tensors are (batch, seq, heads, dim) (flash-attn, xformers) rather than (batch, heads,
-    seq, dim). The result has the inputs' layout and dtype."""
+    seq, dim). The result has the inputs' layout, in float32 (not rounded to theirs again)."""
 
     def layout(t: torch.Tensor) -> torch.Tensor:
         return t.transpose(1, 2) if heads_last else t
@@ -21,7 +21,7 @@ def attention(
     out = F.scaled_dot_product_attention(
         layout(q).float(), layout(k).float(), layout(v).float(), is_causal=causal
     )
-    return layout(out).to(q.dtype)
+    return layout(out)
 
 
 def box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

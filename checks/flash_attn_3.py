@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 CPU = "CUDA kernels only (flash_attn_3._C: sm_90a, and sm80 fallbacks)"
 REFERENCE = "torch.nn.functional.scaled_dot_product_attention in float32"
-TOLERANCE = 4e-3  # bf16 output: 8 bits of mantissa on values of about 1
+TOLERANCE = 1e-2  # bf16 output: 8 bits of mantissa, half an ulp is 3.9e-3 at 1 and 1.6e-2 at 4
 
 
 def run(check: Check, device: str) -> None:
@@ -25,4 +25,4 @@ def run(check: Check, device: str) -> None:
         # FA3 returns the output alone unless return_attn_probs=True
         got = fa3.flash_attn_func(q, k, v, causal=causal)
         want = attention(q, k, v, causal=causal, heads_last=True)
-        check.close(f"flash_attn_func causal={causal}", got, want, atol=TOLERANCE)
+        check.close(f"flash_attn_func causal={causal}", got, want, atol=TOLERANCE, rtol=TOLERANCE)

@@ -35,5 +35,6 @@ def run(check: Check, device: str) -> None:
     want = F.scaled_dot_product_attention(
         *(t.transpose(1, 2).float() for t in (q, k, v)), attn_mask=mask
     ).transpose(1, 2)
-    # fp16 on the GPU: a few ulps of values of about 1; float32 on the CPU
-    check.close("na1d kernel_size=7", got, want, atol=2e-3 if device == "cuda" else 1e-5)
+    # fp16 on the GPU (averages of 7 values: half an ulp is 1e-3 at 2 to 4); float32 on the CPU
+    bound = 2e-3 if device == "cuda" else 1e-5
+    check.close("na1d kernel_size=7", got, want, atol=bound, rtol=bound)

@@ -105,3 +105,36 @@ def test_a_failing_check_is_a_failed_run_saying_why(
         "silent": "the check reported no op",
     }
     assert ran.failure == want[kind]
+
+
+# the ops of flash-attn's, flash_attn_3's and xformers' checks, in the order they report them
+ATTENTION_OPS = [
+    "flash_attn_func causal=False", "flash_attn_func causal=True", "flash_attn_kvpacked_func",
+    "flash_attn_func causal=False", "flash_attn_func causal=True",
+    "memory_efficient_attention", "sparse24_largest_mask_2d: groups over 2 of 4",
+    "sparse24_largest_mask_2d keeps values",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("wrong", [False, True], ids=["as-kernels-round", "wrong"])
+def test_the_attention_checks_pass_a_kernel_that_rounds_as_theirs_and_fail_a_wrong_one(
+    wrong: bool, torch_env: Path, tmp_path: Path
+) -> None:
+    """Their tolerances, measured on the CPU: fp16 and bf16 output rounded once (a causal row of
+    a few values is near 4, where a bf16 ulp is 3e-2) passes; a softmax scaled by 1.1, and a 2:4
+    mask keeping 3 of 4, fail. kernel_stand_ins.py says how its stand-ins round."""
+    root = tmp_path / "root"
+    shutil.copytree(REPO.path / "checks", root / "checks", ignore=shutil.ignore_patterns("*.pyc"))
+    source = Path(__file__).with_name("kernel_stand_ins.py").read_text(encoding="utf-8")
+    (root / "checks" / "stand_ins.py").write_text(
+        source.replace("\nWRONG = False\n", f"\nWRONG = {wrong}\n"), encoding="utf-8"
+    )
+    py = torch_env / "bin" / "python"
+    log = tmp_path / "log"
+    ran = gpucheck.run_check(py, FarmRoot(root), "stand_ins", "cpu", env={}, log=log)
+    assert ran.error is None, log.read_text()
+    assert [op.name for op in ran.ops] == ATTENTION_OPS
+    if not wrong:
+        assert ran.passed, ran.failure
+    else:  # every compared op fails; the finite-values op has nothing to compare
+        assert [op.passed for op in ran.ops] == [False] * 7 + [True], ran.ops
