@@ -56,7 +56,7 @@ def test_each_check_imports_in_a_torch_env_and_runs_its_cpu_path(
 ) -> None:
     """CI has torch and the demo's wheel but not the catalog's (a GPU runner installs those):
     each module must import without its package, and runs where its package is installed
-    (the demo here; torch-scatter in test_gpucheck_torch_scatter.py)."""
+    (the demo here; torch-scatter and torch-spline-conv in test_gpucheck_cpu_kernels.py)."""
     py = fresh_venv(tmp_path / "venv", torch_env)
     if name == "wheelfarm_demo":
         demo: DemoBuild = request.getfixturevalue("demo_build")
