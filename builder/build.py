@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 from packaging.version import InvalidVersion, Version
 
-from wheelfarm.builder import ccache, driver, envs, provenance, shard, source, toolchain
+from wheelfarm.builder import ccache, driver, envs, gpucheck, provenance, shard, source, toolchain
 from wheelfarm.builder.importcheck import check_import, install_farm_wheel
 from wheelfarm.builder.platforms import REPAIRERS, RepairJob, current, windows
 from wheelfarm.builder.policy import library_policy
@@ -272,11 +272,13 @@ def verify_wheel(
     python: str | None = None,
     import_check: bool = True,
     farm_wheels: str | Path | None = None,
+    kernels: str | None = None,
     run: Runner = call,
 ) -> Report:
     """`wheelfarm verify`: the static checks, then the import check in a fresh venv (its
-    farm_requires from `farm_wheels`, default the wheel's own folder). The scratch folder
-    (with its log) is kept when the import fails."""
+    farm_requires from `farm_wheels`, default the wheel's own folder) and, with `kernels`
+    ('cuda' or 'cpu'), the package's kernel check in that venv (builder/gpucheck.py). The
+    scratch folder (with its log) is kept when the import fails."""
     report = _verified_static(wheel, target)
     if import_check:
         work = Path(tempfile.mkdtemp(prefix="wheelfarm-verify-"))
@@ -285,7 +287,7 @@ def verify_wheel(
         torch_env = target_torch_env(
             target, cache=cache, python=py, index=index, log=log, importing=True, run=run
         )
-        check_import(
+        venv_py, env = check_import(
             wheel,
             target.package.imports,
             torch_env,
@@ -298,6 +300,10 @@ def verify_wheel(
             farm_source=farm_wheels or wheel.parent,
             run=run,
         )
+        if kernels is not None:
+            report.kernels = gpucheck.run_check(
+                venv_py, target.root, target.package.name, kernels, env=env, log=log, run=run
+            )
         shutil.rmtree(work, ignore_errors=True)
     return report
 

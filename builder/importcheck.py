@@ -40,14 +40,15 @@ def check_import(
     farm_source: str | Path = "",
     gpu_imports: tuple[str, ...] = (),
     run: Runner = call,
-) -> None:
+) -> tuple[Path, dict[str, str]]:
     """Install the wheel into a fresh venv beside the target's torch (none for a torch-free
     wheel), with the package's `import_requires` from the default index (and the torch index,
     with torch held at the env's own build: nunchaku's torchvision) and its
     `farm_requires` from `farm_source`, and import its modules (after torch, which loads the
     libraries a torch extension needs). A wheel that links the GPU driver imports against a
     stub where this machine has none (driver.py). `gpu_imports` (import_gpu) are imported too
-    where the real driver loads, and skipped with a line saying so where it does not."""
+    where the real driver loads, and skipped with a line saying so where it does not. Returns
+    the venv's Python and the environment the checks ran with (a kernel check runs there)."""
     bad = [m for m in (*imports, *gpu_imports) if module_problem(m)]
     if bad:  # before any venv is made or program run: the names are data from a package file
         raise ConfigError(
@@ -80,6 +81,7 @@ def check_import(
     for member in loadcheck.extension_members(loadcheck.record_members(wheel)):
         load = [loadcheck.LOAD_PROGRAM, first[0] if first else "", "", member]
         _checked(wheel, f"loading {member}", load, py, env, log, run)
+    return py, env
 
 
 def _checked(

@@ -21,6 +21,7 @@ from packaging.tags import parse_tag
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from wheelfarm.builder.binary import BinaryInfo, inspect_binary, is_binary
+from wheelfarm.builder.gpucheck import CheckRun
 from wheelfarm.builder.policy import LibraryPolicy
 from wheelfarm.core.archive import READ_ERRORS, Budget, GiB, Limits, unsafe_reason
 from wheelfarm.core.platforms import platform_family
@@ -59,10 +60,12 @@ class Expectation:
 
 @dataclass
 class Report:
-    """What verify found: per-binary archs, and the problems (empty = publishable)."""
+    """What verify found: per-binary archs, the problems (empty = publishable) and, when asked
+    for, what the package's kernel check gave."""
 
     archs: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    kernels: CheckRun | None = None
 
 
 _MANGLED = re.compile(r"^(.+)-[0-9a-f]{8}(\..+)$")

@@ -26,12 +26,13 @@ if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is 3.11+
 
 # an entry's fields, then its parsed name (project, version, tags), then what the catalog asks of
-# a wheel: its identity and build id; covers, sass, ptx and tags are ids into shared values
+# a wheel: its identity and build id, then where its kernels ran; covers, sass, ptx, tags and
+# kernels are ids into shared values
 _CREATE = """CREATE TABLE wheels (
     filename, url, sha256, size, requires_python, metadata_sha256, yanked, covers, unfiled,
-    sass, ptx, partial_archs, project, version, tags, ident, build_id
+    sass, ptx, partial_archs, project, version, tags, ident, build_id, kernels
 )"""
-_INSERT = "INSERT INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT = "INSERT INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _PROJECT = 12  # the project's column
 
 
@@ -135,6 +136,7 @@ class Catalog(Scratch):
             tags,
             self._identity(e, covers, tags),
             e.build_id,
+            self._id(e.kernels),
         )
 
     def _entries(self, rows: Iterable[tuple[Any, ...]]) -> Iterator[WheelEntry]:
@@ -143,6 +145,7 @@ class Catalog(Scratch):
         for row in rows:
             filename, url, sha256, size, requires_python, metadata_sha256, yanked = row[:7]
             covers, unfiled, sass, ptx, partial_archs, project, version, tags = row[7:15]
+            kernels = row[17]
             if version not in versions:
                 versions[version] = spelled_version(version)
             yield WheelEntry(
@@ -158,6 +161,7 @@ class Catalog(Scratch):
                 sass=self._values[sass],
                 ptx=self._values[ptx],
                 partial_archs=bool(partial_archs),
+                kernels=self._values[kernels],
                 parsed=(project, versions[version], self._values[tags]),
             )
 

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
+from wheelfarm.core import jsonread
 from wheelfarm.core.errors import UsageError
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.core.root import FarmRoot
+from wheelfarm.index.entries import HELD_BACK
 from wheelfarm.matrix.expand import Expansion
 
 START, END = "<!-- coverage:start -->", "<!-- coverage:end -->"
@@ -41,6 +43,27 @@ def coverage(expansion: Expansion, present: set[str]) -> list[Row]:
             counts.items(), key=lambda kv: (kv[0][0], NAMES.index(kv[0][1]))
         )
     ]
+
+
+def held_back(manifest: Path | None) -> list[tuple[str, str]]:
+    """(wheel, reason) of every wheel an index's packages.json holds back for its GPU check
+    (built, so counted above, but on no index until its kernels pass); none for a wheelhouse
+    folder or no file."""
+    if manifest is None or not manifest.is_file():
+        return []
+    try:
+        data = jsonread.loads(manifest.read_bytes(), what=str(manifest))
+        wheels = data["wheels"] if isinstance(data, dict) else []
+    except (OSError, ValueError, KeyError) as exc:
+        msg = f"--existing {str(manifest)!r} is not a wheelfarm packages.json: {exc}"
+        raise UsageError(msg) from exc
+    return sorted(
+        (str(w.get("filename")), w["unfiled"])
+        for w in wheels
+        if isinstance(w, dict)
+        and isinstance(w.get("unfiled"), str)
+        and w["unfiled"].startswith(HELD_BACK)
+    )
 
 
 def markdown(rows: list[Row]) -> str:

@@ -51,6 +51,32 @@ class Covered:
     platform: str
 
 
+NOT_RUN = "kernels not run on a GPU"  # packages.json's and the page's word for a wheel without
+HELD_BACK = "held back"  # the head of a GPU check's hold (`wheelfarm coverage` lists them)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Kernels:
+    """Where a wheel's kernels ran once (its build record's `kernels`, `wheelfarm verify --gpu`):
+    the page and doctor show it beside the archs the wheel carries."""
+
+    sm: str  # 'sm_90'
+    gpu: str  # 'NVIDIA H100 80GB HBM3'
+    driver: str  # '580.65.06'
+    date: str  # '2026-12-07'
+    passed: bool
+    failure: str | None = None
+
+    @property
+    def text(self) -> str:
+        """'sm_90, NVIDIA H100 80GB HBM3, driver 580.65.06, 2026-12-07'."""
+        return f"{self.sm}, {self.gpu}, driver {self.driver}, {self.date}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sm": self.sm, "gpu": self.gpu, "driver": self.driver, "date": self.date,
+                "passed": self.passed, "failure": self.failure, "text": self.text}  # fmt: skip
+
+
 _SHARED: dict[object, object] = {}  # one object for equal versions, tag sets and strings
 
 
@@ -127,6 +153,7 @@ class WheelEntry:
     sass: tuple[str, ...] = ()  # SASS archs its build record found, e.g. 'sm_90'
     ptx: tuple[str, ...] = ()
     partial_archs: bool = False  # built with fewer archs than its build's policy (--archs)
+    kernels: Kernels | None = None  # where its kernels ran once; None: never on a GPU
     # the file name parsed (`parse`); given by a caller that parsed it already
     parsed: Parsed | None = field(default=None, repr=False, compare=False)
 
@@ -180,6 +207,7 @@ class WheelEntry:
             "archs": {"sass": list(self.sass), "ptx": list(self.ptx)},
             "runs_on": _runs_on(self.sass, self.ptx),
             "partial_archs": self.partial_archs,
+            "kernels": self.kernels.to_json() if self.kernels else NOT_RUN,
             "unfiled": self.unfiled,
             "covers": [
                 {"cuda": c.cuda, "torch": c.torch, "python": c.python, "platform": c.platform}
@@ -493,6 +521,8 @@ def refusal(e: WheelEntry) -> str | None:
         problem = "a metadata sha256 that is not 64 lowercase hex digits"
     if problem is None:
         problem = _cells_problem(e.covers) or _archs_problem(e.sass + e.ptx)
+    if problem is None and e.kernels is not None:
+        problem = _kernels_problem(e.kernels)
     if problem is None and e.requires_python is not None:
         problem = _requires_problem(e.requires_python)
     return None if problem is None else f"{SHAPES}: {problem}"
@@ -521,6 +551,20 @@ def _runs_on(sass: tuple[str, ...], ptx: tuple[str, ...]) -> str | None:
         return runs_text(sass, ptx)
     except ValueError:
         return None
+
+
+KERNEL_TEXT = re.compile(r"[ -~]{1,200}")  # printable ASCII, as a page or a terminal shows it
+
+
+def _kernels_problem(k: Kernels) -> str | None:
+    """Why the kernel run a record gives cannot be shown, or None: its arch an arch's, its GPU,
+    driver, date and failure printable ASCII of a line's length."""
+    if not ARCH.fullmatch(k.sm):
+        return "a kernel check's GPU arch not like 'sm_90'"
+    texts = (k.gpu, k.driver, k.date, *((k.failure,) if k.failure else ()))
+    if not all(KERNEL_TEXT.fullmatch(t) for t in texts):
+        return "a kernel check's GPU, driver, date or failure that is not a line of printable ASCII"
+    return None
 
 
 def _archs_problem(archs: tuple[str, ...]) -> str | None:

@@ -16,8 +16,11 @@ from wheelfarm.core.errors import SiteError
 from wheelfarm.core.record import SUFFIX, BuildRecord, RecordError, is_record_name, path_for
 from wheelfarm.core.wheelfile import metadata_bytes, read_metadata_bytes, requires_python
 from wheelfarm.index.entries import (
+    HELD_BACK,
+    NOT_RUN,
     SHAPES,
     Covered,
+    Kernels,
     Parsed,
     Placement,
     Refused,
@@ -29,7 +32,7 @@ from wheelfarm.index.entries import (
     refusal,
 )
 from wheelfarm.index.unchanged import check_wheelhouse
-from wheelfarm.matrix.model import Matrix
+from wheelfarm.matrix.model import GpuCheck, Matrix
 from wheelfarm.scripts.wheelfarm_install import ARCH
 
 Yanks = dict[tuple[str, str], str]  # (normalized name, public version) -> reason
@@ -198,6 +201,7 @@ class _House:
             entry = with_archs(
                 self._entry(name, parsed, st.st_size, now, record), record, self.policy
             )
+            entry = with_kernels(entry, record, self.matrix)
         except READ_ERRORS as exc:
             msg = f"{wheel}: not a readable farm wheel ({exc}); rebuild it or remove it"
             raise SiteError(msg) from exc
@@ -259,6 +263,45 @@ def with_archs(entry: WheelEntry, record: BuildRecord | None, policy: Policy | N
     wanted = (policy or {}).get(entry.build_id)
     partial = bool(wanted and not wanted <= {_base(a) for a in sass})
     return dataclasses.replace(entry, sass=sass, ptx=ptx, partial_archs=partial)
+
+
+def with_kernels(
+    entry: WheelEntry, record: BuildRecord | None, matrix: Matrix | None
+) -> WheelEntry:
+    """The entry with where its kernels ran (its record's `kernels`), and the listing rule of
+    farm.yaml's gpu_check: where a GPU runner checks the wheel's platform, a wheel is listed
+    only once its check passed; until then it is under no index, with the reason."""
+    ran = record.kernels if record else None
+    if ran is not None:
+        kernels = Kernels(sm=ran.sm, gpu=ran.gpu, driver=ran.driver, date=ran.checked[:10],
+                          passed=ran.passed, failure=_line(ran.failure))  # fmt: skip
+        entry = dataclasses.replace(entry, kernels=kernels)
+    reason = held_back(entry, matrix.farm.gpu_check if matrix else None)
+    return entry if reason is None else dataclasses.replace(entry, covers=(), unfiled=reason)
+
+
+def held_back(entry: WheelEntry, rule: GpuCheck | None) -> str | None:
+    """Why a GPU check holds `entry` back (HELD_BACK, then the failure), or None: no runner
+    checks its platform, or its check passed."""
+    if rule is None or rule.runner is None or (entry.kernels and entry.kernels.passed):
+        return None
+    if not any(c.platform in rule.platforms for c in entry.covers):
+        return None
+    k = entry.kernels
+    if k is None:
+        return (
+            f"{HELD_BACK}: {NOT_RUN} yet (farm.yaml gpu_check.runner {rule.runner!r} checks "
+            f"it): run wheelfarm verify --gpu on it there"
+        )
+    return f"{HELD_BACK}: its kernels failed on {k.sm}, {k.gpu}: {k.failure or 'no reason given'}"
+
+
+def _line(text: str | None) -> str | None:
+    """A failure as one short line of printable ASCII (it came from the package's check)."""
+    if text is None:
+        return None
+    shown = "".join(c if " " <= c <= "~" else "?" for c in text)
+    return shown[:200] or "?"
 
 
 def _base(arch: str) -> str:

@@ -15,6 +15,7 @@ from wheelfarm.matrix.model import (
     ArchPolicy,
     CudaMajors,
     FarmConfig,
+    GpuCheck,
     PlatformInfo,
     Pool,
     PythonGroups,
@@ -120,6 +121,17 @@ def read_farm(path: Path, schemas: Path, errors: Problems) -> FarmConfig | None:
         python_groups=_python_groups(data.get("python_groups")),
         cuda_majors=_cuda_majors(data.get("cuda_majors")),
         pool=_pool(data["pool"]),
+        gpu_check=_gpu_check(data.get("gpu_check")),
+    )
+
+
+def _gpu_check(data: dict[str, Any] | None) -> GpuCheck | None:
+    if data is None:
+        return None
+    return GpuCheck(
+        runner=data["runner"] or None,
+        platforms=tuple(data["platforms"]),
+        minutes_per_wheel=float(data["minutes_per_wheel"]),
     )
 
 

@@ -203,6 +203,16 @@ class TierRule:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GpuCheck:
+    """Where the farm runs its wheels' kernels before it lists them (farm.yaml gpu_check;
+    docs/gpu-checks.md)."""
+
+    runner: str | None  # a runner label with an NVIDIA GPU; None: no GPU check in the farm
+    platforms: tuple[str, ...]  # the wheels that runner can load (its OS and CPU)
+    minutes_per_wheel: float  # a wheel's install and check on it: the GPU job's estimate
+
+
+@dataclass(frozen=True, kw_only=True)
 class Pool:
     """One pool of concurrent build jobs for every platform, and the order it builds in
     (docs/adr/0017-one-pool.md)."""
@@ -225,6 +235,7 @@ class FarmConfig:
     python_groups: PythonGroups | None = None  # None: every build is a job of its own
     cuda_majors: CudaMajors | None = None  # None: every CUDA minor compiles on its own
     pool: Pool
+    gpu_check: GpuCheck | None = None  # None: farm.yaml names no gpu_check
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -370,8 +370,9 @@ def _long_job_warnings(
 
 
 def explain(plan: Plan, cell_id: str) -> str:
-    """Why one cell (or the build named by a build id) is built (and where it stands in the queue), covered by another build,
-    already present, deferred, left to the next run, filtered or excluded."""
+    """Why one cell (or the build a build id names) is built (and where it stands in the
+    queue), covered by another build, already present, deferred, left to the next run,
+    filtered or excluded."""
     for ex in plan.expansion.excluded:
         if ex.cell.id == cell_id:
             return f"{cell_id}: excluded by {ex.rule}"

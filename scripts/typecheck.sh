@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 tree=.wheelfarm/typecheck
 rm -rf "$tree" && mkdir -p "$tree/wheelfarm"
 for f in wheelfarm/*.py wheelfarm/cli wheelfarm/core wheelfarm/github; do ln -s "$PWD/$f" "$tree/wheelfarm/"; done
-for d in matrix builder index; do ln -s "$PWD/$d" "$tree/wheelfarm/$d"; done
+for d in matrix builder index checks; do ln -s "$PWD/$d" "$tree/wheelfarm/$d"; done
 mkdir "$tree/wheelfarm/scripts"  # the install helper only: the other scripts are not the package's
 for f in __init__.py wheelfarm_install.py; do ln -s "$PWD/scripts/$f" "$tree/wheelfarm/scripts/"; done
 ln -s "$PWD/ghsim" "$tree/ghsim"  # GitHub simulated, for the tests and benchmarks (not shipped)

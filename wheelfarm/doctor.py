@@ -37,13 +37,14 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from wheelfarm.builder.binary import inspect_binary, is_binary
-from wheelfarm.core import loadcheck
+from wheelfarm.core import loadcheck, record
 from wheelfarm.core.errors import SiteError, UsageError
 from wheelfarm.core.http import Deadline, make_session, request
 from wheelfarm.core.jsonread import loads
 from wheelfarm.core.label import Label, cuda_tag, torch_minor
 from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.root import FarmRoot
+from wheelfarm.index.entries import NOT_RUN
 from wheelfarm.matrix.facts import load_facts
 from wheelfarm.scripts.wheelfarm_install import (
     Run,
@@ -109,6 +110,7 @@ class WheelFacts:
     cubins: set[str] = field(default_factory=set)  # 'sm_90', 'sm_120a', ...
     ptx: set[str] = field(default_factory=set)
     archs_known: bool = True  # False: an index entry that lists no archs
+    kernels: str = ""  # where its kernels ran once (build record, packages.json); "": unknown
 
     def add(self, data: bytes) -> None:
         """Add the SASS and PTX of one shared object's fatbin."""
@@ -248,6 +250,7 @@ def _cuda(w: WheelFacts, env: Env) -> Check:
 
 def _gpu(w: WheelFacts, env: Env) -> Check:
     needed = f"a GPU these run on: {runs_text(w.cubins, w.ptx) or 'no device code found'}"
+    needed += f" ({w.kernels})" if w.kernels else ""
     if env.gpu is None:
         return failed("gpu", "no NVIDIA GPU found (NVML, nvidia-smi)", needed,
                      "run on the machine with the GPU")  # fmt: skip
@@ -343,6 +346,7 @@ def diagnose(
 ) -> list[Check]:
     """The seven checks of a wheel file against an interpreter and this machine's GPU."""
     facts = read_wheel(wheel)
+    facts.kernels = recorded_kernels(wheel)
     env = probe(python, run=run)
     if gpu:
         env.gpu, env.driver = gpu_and_driver(run=run)
@@ -471,6 +475,7 @@ def _entry_facts(entry: dict[str, Any]) -> WheelFacts:
     """Name, label, tag and (when listed) archs of a packages.json entry."""
     name, version, _, tags = parse_wheel_filename(entry["filename"])
     facts = WheelFacts(entry["filename"], name, _label(version.local), min(tags, key=str))
+    facts.kernels = listed_kernels(entry.get("kernels"))
     archs = entry.get("archs")
     if archs is None:
         facts.archs_known = False
@@ -478,6 +483,32 @@ def _entry_facts(entry: dict[str, Any]) -> WheelFacts:
     facts.cubins = {_arch(a) for a in archs.get("sass", [])}
     facts.ptx = {_arch(a) for a in archs.get("ptx", [])}
     return facts
+
+
+def recorded_kernels(wheel: Path) -> str:
+    """Where a wheel file's kernels ran, from its build record beside it; "" without one."""
+    path = record.path_for(wheel)
+    if not path.is_file():
+        return ""
+    try:
+        ran = record.BuildRecord.read(path).kernels
+    except record.RecordError:
+        return ""
+    if ran is None:
+        return NOT_RUN
+    verdict = "ran on" if ran.passed else "failed on"
+    return f"kernels {verdict} {ran.sm}, {ran.gpu}, driver {ran.driver}, {ran.checked[:10]}"
+
+
+def listed_kernels(value: object) -> str:
+    """packages.json's `kernels` of a wheel in words; "" for an older index without it."""
+    if value == NOT_RUN:
+        return NOT_RUN
+    if isinstance(value, dict) and isinstance(value.get("text"), str):
+        verdict = "ran on" if value.get("passed") is True else "failed on"
+        shown = "".join(c if " " <= c <= "~" else "?" for c in value["text"][:200])
+        return f"kernels {verdict} {shown}"
+    return ""
 
 
 def _arch(arch: str) -> str:

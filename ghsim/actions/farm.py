@@ -4,7 +4,9 @@ Only what cannot run here is stood in for, by the text of the step: `docker pull
 runner's disk cleanup do nothing; `docker run … scripts/farm-job.sh` (no Docker engine here) and
 the Windows build steps (no pwsh here) write the synthetic wheel, or the compile shard's cache,
 that the target promises (ghsim/synthetic.py), and take the plan's own estimate for that job on
-the model's clock; `pip install .` does nothing (wheelfarm is installed). Every other `run:`
+the model's clock; `scripts/gpu-check.sh` (no GPU here) writes a passing kernel check into each
+record of a checked platform's wheel and takes farm.yaml's gpu_check.minutes_per_wheel for each;
+`pip install .` does nothing (wheelfarm is installed). Every other `run:`
 block is executed with bash and the real `wheelfarm` CLI, which talks to the fake GitHub."""
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,9 @@ from ghsim.actions.standins import standins
 from ghsim.fakegithub import CONTENT_CREATING, FakeGitHub
 from ghsim.roots import REPO
 from ghsim.synthetic import farm_wheel
+from wheelfarm.builder.gpucheck import CheckRun, Gpu, kernel_record, write_kernels
+from wheelfarm.core.record import BuildRecord, KernelOp, path_for
+from wheelfarm.core.root import FarmRoot
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.matrix.expand import Build, expand
 from wheelfarm.matrix.gridcache import GRID_CACHE
@@ -29,6 +35,8 @@ from wheelfarm.matrix.plan import group, job_minutes, make_plan, variant_minutes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DOCKER_RUN = re.compile(r"docker run .* scripts/farm-job\.sh", re.DOTALL)
+GPU_CHECK = re.compile(r"(mkdir -p dist && )?scripts/gpu-check\.sh dist")
+MODEL_GPU = Gpu(name="NVIDIA H100 80GB HBM3", capability=(9, 0), driver="580.65.06")
 
 
 @dataclass
@@ -48,7 +56,9 @@ class Farm:
         workflows: str = "",
         faults: Faults | None = None,
         limits: Limits | None = None,
+        gpu_runner: str = "",
     ) -> None:
+        """`gpu_runner`: farm.yaml's gpu_check.runner in the checkout the jobs read (a copy)."""
         self.matrix = load_matrix(REPO)
         self.expansion = expansion = expand(self.matrix)
         self.builds = expansion.by_id
@@ -73,6 +83,8 @@ class Farm:
                     (repo / entry.name).symlink_to(entry)
             if (FIXTURES / workflows / "bin").is_dir():
                 bin_dirs.insert(0, str(FIXTURES / workflows / "bin"))
+        elif gpu_runner:
+            repo = _with_gpu_runner(REPO.path, work / "repo", gpu_runner)
         env = {
             "PATH": os.pathsep.join([*bin_dirs, os.environ["PATH"]]),
             "HOME": os.environ.get("HOME", "/root"),
@@ -88,6 +100,7 @@ class Farm:
             (re.compile(r"sudo rm -rf [^\n]*(\n\s*df -h /)?"), _quick(1.0)),
             (re.compile(r"python -m pip install \."), _quick(1.0)),
             (DOCKER_RUN, self.docker_run),
+            (GPU_CHECK, self.gpu_check),
         ]
         self.model = Model(
             repo,
@@ -110,6 +123,24 @@ class Farm:
             env.get("PYTHONS", ""),
             env.get("FARM_INDEX", ""),
         )
+
+    def gpu_check(self, model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:
+        """scripts/gpu-check.sh on a GPU: each wheel of a platform gpu_check names passes its
+        check (its record says so); the job takes minutes_per_wheel for each."""
+        assert inst.workspace is not None
+        rule = load_matrix(FarmRoot(inst.workspace)).farm.gpu_check
+        assert rule is not None
+        assert rule.runner is not None
+        checked = 0
+        for wheel in sorted((inst.workspace / "dist").glob("*.whl")):
+            path = path_for(wheel)
+            if path.is_file() and BuildRecord.read(path).target.platform in rule.platforms:
+                op = KernelOp(name="model", metric="ran", value=None, bound=None, passed=True,
+                              note=None)  # fmt: skip
+                ran = CheckRun(device="cuda", reference="none: the model", ops=(op,), error=None)
+                write_kernels(path, kernel_record(ran, MODEL_GPU, runner=env.get("GPU_RUNNER")))
+                checked += 1
+        return 0, 0.5 + checked * rule.minutes_per_wheel
 
     def pwsh(self, model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:
         script = env["__script"]
@@ -211,6 +242,23 @@ class Requests:
         self.seen += len(new)
         self.creating += sum(1 for _, m in new if m in CONTENT_CREATING)
         return self.seen, self.creating
+
+
+def _with_gpu_runner(source: Path, repo: Path, label: str) -> Path:
+    """A checkout like `source` whose farm.yaml names `label` as its GPU runner: the matrix is
+    copied, everything else linked."""
+    repo.mkdir(parents=True)
+    for entry in source.iterdir():
+        if entry.name not in {"matrix", ".git"}:
+            (repo / entry.name).symlink_to(entry)
+    shutil.copytree(
+        source / "matrix", repo / "matrix", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    farm = repo / "matrix" / "farm.yaml"
+    text = farm.read_text(encoding="utf-8")
+    assert "\n  runner: null\n" in text
+    farm.write_text(text.replace("\n  runner: null\n", f"\n  runner: {label}\n"), encoding="utf-8")
+    return repo
 
 
 def _quick(minutes: float) -> Any:

@@ -65,7 +65,9 @@ def test_one_xformers_compile_gives_a_verified_wheel_for_each_variant(
 ) -> None:
     """The stable-ABI group: one compile (against this machine's cu130 torch 2.14.1), relabelled
     into cu130's and cu132's wheels, each verified in its own variant's torch env."""
-    wheels = _group(tmp_path, cache_dir, "xformers-0.0.35-cu13torch2.10.stable-py39-none-linux_x86_64")
+    wheels = _group(
+        tmp_path, cache_dir, "xformers-0.0.35-cu13torch2.10.stable-py39-none-linux_x86_64"
+    )
     by_cuda = {_record(w)["target"]["cuda"]: w for w in wheels}  # type: ignore[index]
     assert sorted(by_cuda) == ["cu130", "cu132"]
     cu130, cu132 = _record(by_cuda["cu130"]), _record(by_cuda["cu132"])

@@ -142,6 +142,7 @@ def test_a_local_site_lists_its_own_cells_and_no_plan(browser: object, site: Pat
                 py,
                 label[10:],
                 label[:5],
+                "kernels not run on a GPU",
                 "none (not from Releases)",
             )
             for label, py in (

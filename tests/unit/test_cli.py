@@ -50,6 +50,7 @@ CASES = {
             "path",
         ],
     ),
+    "gpu-check": (["gpu-check"], ["gpu-check", "--facts", f"{MISSING}.whl"]),
     "pages-url": (["pages-url", "--repo"], ["pages-url", "--repo", "o/r", "--root", MISSING]),
     "serve": (["serve", "--port", "eighty"], ["serve", MISSING]),
     "shard": (["shard", "x"], ["shard", "x", "--plan-file", MISSING]),

@@ -173,3 +173,34 @@ def test_an_oversized_packages_json_over_http_is_cut_at_the_cap(
     monkeypatch.setattr(doctor, "make_session", Session)
     with pytest.raises(NetworkError, match=r"packages\.json: the answer is over 100 bytes"):
         doctor._index_wheels("https://farm.example/", None)
+
+
+def test_doctor_shows_where_the_kernels_ran_beside_the_archs(tmp_path: Path) -> None:
+    from ghsim.synthetic import sample_record
+    from wheelfarm.core.record import KernelCheck, path_for
+
+    kernels = KernelCheck(
+        passed=False, gpu="NVIDIA H100 80GB HBM3", sm="sm_90", driver="580.65.06",
+        checked="2026-12-07T10:00:00+00:00", runner=None, reference="r", largest=None,
+        largest_op=None, failure="x", ops=(),
+    )  # fmt: skip
+    ran = {"text": "sm_90, NVIDIA H100 80GB HBM3, driver 580.65.06, 2026-12-07", "passed": True}
+    facts = doctor._entry_facts(entry(archs={"sass": ["sm_90"], "ptx": []}, kernels=ran))
+    needed = doctor._gpu(facts, _env_arch_variants((9, 0))).needed
+    assert needed.endswith(
+        "(kernels ran on sm_90, NVIDIA H100 80GB HBM3, driver 580.65.06, 2026-12-07)"
+    )
+    listed = doctor._entry_facts(
+        entry(archs={"sass": ["sm_90"], "ptx": []}, kernels="kernels not run on a GPU")
+    )
+    assert doctor._gpu(listed, _env_arch_variants((9, 0))).needed.endswith(
+        "(kernels not run on a GPU)"
+    )
+    hostile = {"text": "\u202eevil\x1b[2J", "passed": True}
+    assert doctor.listed_kernels(hostile) == "kernels ran on ?evil?[2J"
+    wheel = tmp_path / "demo.whl"
+    assert doctor.recorded_kernels(wheel) == ""  # no record beside it
+    path_for(wheel).write_text(sample_record(kernels=kernels).to_json(), encoding="utf-8")
+    assert doctor.recorded_kernels(wheel) == (
+        "kernels failed on sm_90, NVIDIA H100 80GB HBM3, driver 580.65.06, 2026-12-07"
+    )

@@ -90,6 +90,44 @@ def test_the_published_record_has_no_timing_and_reads_back() -> None:
     assert VALIDATOR.is_valid(published)
 
 
+KERNELS = record.KernelCheck(
+    passed=False, gpu="NVIDIA H100 80GB HBM3", sm="sm_90", driver="580.65.06",
+    checked="2026-12-07T10:00:00+00:00", runner="gpu-h100", reference="sdpa", largest=0.5,
+    largest_op="flash_attn_func", failure="flash_attn_func: max abs 0.5 (bound 0.002)",
+    ops=(record.KernelOp(name="flash_attn_func", metric="max abs", value=0.5, bound=2e-3,
+                         passed=False, note=None),),
+)  # fmt: skip
+
+
+def test_a_kernel_check_is_kept_in_the_record_and_in_what_publish_uploads() -> None:
+    checked = dataclasses.replace(SAMPLE, kernels=KERNELS)
+    data = checked.published().to_object()
+    assert data["kernels"]["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert data["kernels"]["ops"][0]["bound"] == 2e-3
+    assert VALIDATOR.is_valid(data)
+    assert BuildRecord.from_object(data, what="r") == checked.published()
+    # a record whose kernels never ran on a GPU has no key, and reads back as before
+    assert "kernels" not in SAMPLE.to_object()
+    assert BuildRecord.from_object(WRITTEN_V2, what="r").kernels is None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda k: k.update(passed="yes"), "r: kernels.passed should be a boolean, not a string"),
+        (lambda k: k.pop("gpu"), "r: kernels.gpu is missing"),
+        (lambda k: k["ops"][0].update(value=[1]), "r: kernels.ops[0].value should be a number"),
+    ],
+)
+def test_a_hostile_kernel_check_fails_as_one_line(change: Any, message: str) -> None:
+    data = json.loads(dataclasses.replace(SAMPLE, kernels=KERNELS).to_json())
+    change(data["kernels"])
+    with pytest.raises(RecordError) as caught:
+        BuildRecord.from_object(data, what="r")
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+
+
 def test_the_schema_describes_the_dataclasses() -> None:
     """Every dataclass field is a schema property, required unless it has a default, and no
     property is missing from the dataclasses: the two spell one layout."""

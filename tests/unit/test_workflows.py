@@ -70,7 +70,10 @@ def test_the_shard_workflow_reads_every_shard_output() -> None:
     keys = set(shard_outputs(document, next(iter(document["shards"]))))
     data = yaml.safe_load((WORKFLOWS / name).read_text())
     declared = data["jobs"]["targets"]["outputs"]
-    assert set(declared) <= keys
+    # every output but the GPU runner's label (`wheelfarm gpu-check`) is the shard's
+    from_shard = {k for k, v in declared.items() if "steps.shard.outputs." in v}
+    assert set(declared) - from_shard == {"gpu_runner"}
+    assert from_shard <= keys
     read = set(re.findall(r"needs\.targets\.outputs\.([a-z_]+)", (WORKFLOWS / name).read_text()))
     assert read == set(declared)
 
@@ -111,11 +114,15 @@ def _workflow(name: str) -> dict[str, object]:
 def test_each_shard_publishes_when_its_builds_end_even_if_cancelled() -> None:
     for name in ("build.yml",):
         publish = _workflow(name)["jobs"]["publish"]  # type: ignore[index]
-        assert publish["needs"] == ["targets", "build"]
+        # after the GPU check where farm.yaml names a runner; always(): also when it is skipped
+        assert publish["needs"] == ["targets", "build", "gpu-check"]
         assert publish["if"] == "${{ always() && needs.targets.result == 'success' }}"
         assert publish["uses"] == "./.github/workflows/publish.yml"
         build = _workflow(name)["jobs"]["build"]  # type: ignore[index]
         assert build["permissions"] == {"actions": "read", "contents": "read"}  # never write
+        gpu = _workflow(name)["jobs"]["gpu-check"]  # type: ignore[index]
+        assert gpu["permissions"] == {"actions": "read", "contents": "read"}  # package code runs
+        assert "needs.targets.outputs.gpu_runner != ''" in gpu["if"]
 
 
 def test_farm_runs_one_at_a_time_per_repository_and_plans_from_releases() -> None:

@@ -24,7 +24,7 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from wheelfarm.index.coverage import coverage, markdown, write_docs
+    from wheelfarm.index.coverage import coverage, held_back, markdown, write_docs
     from wheelfarm.matrix.plan import existing_build_ids
 
     matrix, expansion = common.grid(args)
@@ -33,4 +33,9 @@ def execute(args: argparse.Namespace) -> int:
         for path in write_docs(rows, matrix.root):
             logger.info("wrote %s", path)
     print(markdown(rows), end="")
+    held = held_back(args.existing)
+    if held:
+        print(f"\n{len(held)} built wheel(s) held back by the GPU check (no index lists them):")
+    for wheel, reason in held:
+        print(f"- {wheel}: {reason}")
     return 0

@@ -12,8 +12,9 @@ from wheelfarm.cli import common
 from wheelfarm.core.errors import UsageError, VerifyError
 
 if TYPE_CHECKING:
+    from wheelfarm.builder.gpucheck import CheckRun, Gpu
     from wheelfarm.builder.target import Target
-    from wheelfarm.core.record import BuildRecord
+    from wheelfarm.core.record import BuildRecord, KernelCheck
     from wheelfarm.farm import TargetQuery
     from wheelfarm.matrix.model import Matrix
 
@@ -26,6 +27,9 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     common.add_target_args(p)
     p.add_argument("--no-import", action="store_true", help="skip the import check")
     p.add_argument("--cache", type=Path, default=None)
+    p.add_argument(
+        "--python-exe", help="the interpreter of the import check (default: found by version)"
+    )
     p.add_argument(
         "--farm-wheels",
         help="where the import check finds the farm wheels a package imports (farm_requires): a "
@@ -41,6 +45,24 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--record", type=Path, help="with --rebuild: the build record (default WHEEL.build.json)"
     )
+    kernels = p.add_mutually_exclusive_group()
+    kernels.add_argument(
+        "--gpu",
+        action="store_true",
+        help="also run the package's kernel check (checks/<package>.py) on this machine's GPU "
+        "in the wheel's target env and write the result into its build record; exit 11 "
+        "without a GPU, 6 when the check fails",
+    )
+    kernels.add_argument(
+        "--cpu",
+        action="store_true",
+        help="also run the kernel check's CPU path (packages with CPU kernels), no GPU needed",
+    )
+    p.add_argument(
+        "--runner",
+        default="",
+        help="with --gpu: the runner label recorded beside the result (farm.yaml gpu_check)",
+    )
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -54,6 +76,8 @@ def execute(args: argparse.Namespace) -> int:
     if args.record is not None:
         msg = "--record goes with --rebuild"
         raise UsageError(msg)
+    device = "cuda" if args.gpu else "cpu" if args.cpu else None
+    gpu = _kernel_preconditions(args, device)
     matrix, expansion = common.grid(args)
     built = _record_at_hand(wheel)
     query = _query(args, wheel, built, matrix)
@@ -63,18 +87,128 @@ def execute(args: argparse.Namespace) -> int:
             target = _built_archs(target, built.target.archs)
         _agrees(wheel, target, built)
     local = query.build_id is None
+    held = None if gpu is None else _unrunnable(wheel, target, built, gpu, args.runner)
     report = verify_wheel(
         wheel,
         target,
         cache=(args.cache or default_cache()).resolve(),
         index=args.torch_index or (PIP_INDEX if local else target.torch_index),
+        python=args.python_exe,
         import_check=not args.no_import,
         farm_wheels=args.farm_wheels,
+        kernels=device if held is None and _has_check(target) else None,
     )
     for binary, archs in report.archs.items():
         print(f"{binary}: SASS {' '.join(archs['cubins'])}; PTX {' '.join(archs['ptx']) or '-'}")
     print(f"ok: {wheel.name} matches {target.id}")
+    if device is None:
+        return 0
+    return _kernels(wheel, target, report.kernels, gpu, held, args.runner)
+
+
+def _kernel_preconditions(args: argparse.Namespace, device: str | None) -> Gpu | None:
+    """For --gpu, the GPU it runs on (exit 11 in one line where there is none), before any
+    environment is made; --runner and --no-import checked against the flags."""
+    import tempfile
+
+    from wheelfarm.builder import gpucheck
+
+    if device is None:
+        if args.runner:
+            msg = "--runner names where --gpu ran: add --gpu, or drop --runner"
+            raise UsageError(msg)
+        return None
+    if args.no_import:
+        flag = "--gpu" if args.gpu else "--cpu"
+        msg = f"{flag} runs the check in the import check's venv: drop --no-import"
+        raise UsageError(msg)
+    if device == "cpu":
+        return None
+    with tempfile.TemporaryDirectory(prefix="wheelfarm-gpu-") as scratch:
+        gpu = gpucheck.find_gpu(Path(scratch) / "nvidia-smi.log")
+    if gpu is None:
+        raise gpucheck.no_gpu()
+    return gpu
+
+
+def _has_check(target: Target) -> bool:
+    from wheelfarm.builder.gpucheck import has_check
+
+    return has_check(target.root, target.package.name)
+
+
+def _unrunnable(
+    wheel: Path, target: Target, built: BuildRecord | None, gpu: Gpu, runner: str
+) -> KernelCheck | None:
+    """What --gpu records without running anything: no build record to write into (refused),
+    a wheel this GPU runs none of, or a package with no check module; None: run the check."""
+    from wheelfarm.builder import gpucheck
+    from wheelfarm.core.digest import sha256_file
+
+    if built is None or built.wheel.sha256 != sha256_file(wheel):
+        msg = (
+            f"--gpu writes its result into {wheel.name}'s build record, and none beside it is of "
+            f"this wheel ({wheel.name}.build.json): verify the wheel its build wrote"
+        )
+        raise UsageError(msg)
+    found = built.archs_found.values()
+    cubins = {a for b in found for a in b.cubins}
+    ptx = {a for b in found for a in b.ptx}
+    if not gpucheck.carries_code_for(gpu, cubins, ptx):
+        return gpucheck.unrunnable(gpu, cubins, ptx, runner=runner)
+    if not _has_check(target):
+        return gpucheck.unchecked(target.package.name, gpu, runner=runner)
+    return None
+
+
+def _kernels(
+    wheel: Path,
+    target: Target,
+    ran: CheckRun | None,
+    gpu: Gpu | None,
+    held: KernelCheck | None,
+    runner: str,
+) -> int:
+    """Print the check's ops and verdict; a GPU run's result goes into the build record."""
+    from wheelfarm.builder import gpucheck
+    from wheelfarm.core.record import path_for
+
+    if gpu is None:
+        return _cpu_path(wheel, target, ran)
+    if held is None:
+        if ran is None:  # verify_wheel runs the check whenever nothing holds it
+            msg = "the kernel check did not run"
+            raise VerifyError(wheel.name, [msg])
+        _print_ops(ran)
+        held = gpucheck.kernel_record(ran, gpu, runner=runner or None)
+    gpucheck.write_kernels(path_for(wheel), held)
+    where = f"{gpu.sm}, {gpu.name}, driver {gpu.driver}"
+    if not held.passed:
+        raise VerifyError(wheel.name, [f"its kernels failed on {where}: {held.failure}"])
+    print(f"kernels ok: {wheel.name} on {where}; written to {path_for(wheel).name}")
     return 0
+
+
+def _cpu_path(wheel: Path, target: Target, ran: CheckRun | None) -> int:
+    """--cpu: the check's CPU path, or why there is none (exit 0: nothing to run)."""
+    if ran is None:
+        print(f"skipped: {target.package.name} has no kernel check (checks/)")
+        return 0
+    if ran.skipped:
+        print(f"skipped: {target.package.name} has no CPU path: {ran.skipped}")
+        return 0
+    _print_ops(ran)
+    if not ran.passed:
+        raise VerifyError(wheel.name, [f"its kernels failed on the CPU: {ran.failure}"])
+    print(f"kernels ok: {wheel.name} on the CPU")
+    return 0
+
+
+def _print_ops(ran: CheckRun) -> None:
+    from wheelfarm.builder.gpucheck import describe
+
+    for op in ran.ops:
+        print(f"{'pass' if op.passed else 'FAIL'}  {op.name}: {describe(op)}")
 
 
 def _record_at_hand(wheel: Path) -> BuildRecord | None:

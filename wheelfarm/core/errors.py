@@ -12,6 +12,7 @@
 | 8 | PublishError | an upload would overwrite a published asset |
 | 9 | NetworkError | an HTTP request failed for good |
 | 10 | ConfigError | the maintainers' YAML is broken |
+| 11 | NoGpuError | a kernel check needs an NVIDIA GPU (and its driver) this machine does not have |
 """
 
 from __future__ import annotations
@@ -95,3 +96,10 @@ class ConfigError(_ProblemsError):
     def __init__(self, problems: list[str]) -> None:
         count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
         super().__init__(f"invalid matrix configuration ({count})", problems)
+
+
+class NoGpuError(WheelfarmError):
+    """`verify --gpu` on a machine without an NVIDIA GPU and driver, or without one the wheel
+    carries code for: nothing was run, so it is neither a pass nor a failure."""
+
+    exit_code = 11

@@ -141,6 +141,38 @@ class Timing:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KernelOp:
+    """One op of a kernel check: how it was compared ('max abs', 'rel l2', or 'ran' for a
+    launch without a reference), the difference found and the bound it must stay within."""
+
+    name: str
+    metric: str
+    value: float | None  # None: no number (a launch only, or a shape that did not match)
+    bound: float | None
+    passed: bool
+    note: str | None  # why it failed, where a number does not say it
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelCheck:
+    """Where and how the wheel's kernels ran once (`wheelfarm verify --gpu`, builder/gpucheck.py):
+    the GPU, its arch, the driver, the verdict and the largest difference against the
+    package's reference (checks/<package>.py)."""
+
+    passed: bool
+    gpu: str  # nvidia-smi's name, e.g. 'NVIDIA H100 80GB HBM3'
+    sm: str  # the GPU's compute capability as an arch, e.g. 'sm_90'
+    driver: str  # e.g. '580.65.06'
+    checked: str  # when, UTC, ISO 8601
+    runner: str | None  # the runner label it ran on (farm.yaml gpu_check), None: elsewhere
+    reference: str  # what the check compares with (the check module's REFERENCE)
+    largest: float | None  # the largest difference of the op nearest its bound
+    largest_op: str | None
+    failure: str | None  # None when passed
+    ops: tuple[KernelOp, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class BuildRecord:
     version: int
     build_id: str
@@ -155,12 +187,13 @@ class BuildRecord:
     wheel: WheelFacts
     timing: Timing | None = None  # None: a published record (records-<hash>.json)
     compiled: CompiledFacts | None = None  # None: a record from before ADR 19
+    kernels: KernelCheck | None = None  # None: its kernels never ran on a GPU
 
     def to_object(self) -> dict[str, Any]:
-        """The record as JSON values; no "timing" or "compiled" key when it has none (a record
-        from before ADR 19 writes back as it was read)."""
+        """The record as JSON values; no "timing", "compiled" or "kernels" key when it has none
+        (a record from before ADR 19 writes back as it was read)."""
         data = typing.cast("dict[str, Any]", _plain(dataclasses.asdict(self)))
-        for key in ("timing", "compiled"):
+        for key in ("timing", "compiled", "kernels"):
             if data[key] is None:
                 del data[key]
         return data

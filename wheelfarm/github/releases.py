@@ -29,7 +29,14 @@ from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.github.assets import REQUIRES_PYTHON, asset_sha256, uploaded
 from wheelfarm.github.client import BudgetExhaustedError, GitHubClient
 from wheelfarm.index.entries import WheelEntry
-from wheelfarm.index.sources import Policy, Yanks, covers_for, with_archs, with_yank
+from wheelfarm.index.sources import (
+    Policy,
+    Yanks,
+    covers_for,
+    with_archs,
+    with_kernels,
+    with_yank,
+)
 from wheelfarm.matrix.model import Matrix
 
 SUMS = "SHA256SUMS"  # written by publishers before digests; still read
@@ -162,7 +169,9 @@ class ReleasesSource:
                 except ValueError as exc:
                     logger.warning("%s: skipped (%s)", name, exc)
                     continue
-                out.append(with_yank(with_archs(entry, records.get(name), policy), yanked))
+                record = records.get(name)
+                entry = with_kernels(with_archs(entry, record, policy), record, matrix)
+                out.append(with_yank(entry, yanked))
         return out
 
     def _records(self, assets: dict[str, dict[str, Any]]) -> dict[str, BuildRecord]:

@@ -1,5 +1,5 @@
-"""Kernel tests against torch's own ops. They need a GPU; without one they are skipped, with
-the reason (the import test still runs)."""
+"""Kernel tests against torch's own ops. The GPU ones are skipped without a GPU, with the
+reason; the import test and the CPU path run everywhere."""
 
 import pytest
 import torch
@@ -10,6 +10,13 @@ needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an N
 
 def test_imports_without_gpu() -> None:
     assert callable(wheelfarm_demo._C.saxpy)
+
+
+def test_the_cpu_path_matches_torch() -> None:
+    x, y = torch.randn(100, dtype=torch.float64), torch.randn(100, dtype=torch.float64)
+    torch.testing.assert_close(wheelfarm_demo.saxpy(2.5, x, y), 2.5 * x + y)
+    m = torch.randn(7, 100, dtype=torch.float64)
+    torch.testing.assert_close(wheelfarm_demo.row_sum(m), m.sum(dim=1))
 
 
 @needs_gpu
