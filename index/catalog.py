@@ -26,13 +26,13 @@ if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is 3.11+
 
 # an entry's fields, then its parsed name (project, version, tags), then what the catalog asks of
-# a wheel: its identity and build id, then where its kernels ran; covers, sass, ptx, tags and
-# kernels are ids into shared values
+# a wheel: its identity and build id, then where its kernels ran and which compile built it;
+# covers, sass, ptx, tags and kernels are ids into shared values
 _CREATE = """CREATE TABLE wheels (
     filename, url, sha256, size, requires_python, metadata_sha256, yanked, covers, unfiled,
-    sass, ptx, partial_archs, project, version, tags, ident, build_id, kernels
+    sass, ptx, partial_archs, project, version, tags, ident, build_id, kernels, compiled
 )"""
-_INSERT = "INSERT INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT = "INSERT INTO wheels VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _PROJECT = 12  # the project's column
 
 
@@ -137,6 +137,7 @@ class Catalog(Scratch):
             self._identity(e, covers, tags),
             e.build_id,
             self._id(e.kernels),
+            e.compiled,
         )
 
     def _entries(self, rows: Iterable[tuple[Any, ...]]) -> Iterator[WheelEntry]:
@@ -145,7 +146,7 @@ class Catalog(Scratch):
         for row in rows:
             filename, url, sha256, size, requires_python, metadata_sha256, yanked = row[:7]
             covers, unfiled, sass, ptx, partial_archs, project, version, tags = row[7:15]
-            kernels = row[17]
+            kernels, compiled = row[17:19]
             if version not in versions:
                 versions[version] = spelled_version(version)
             yield WheelEntry(
@@ -162,6 +163,7 @@ class Catalog(Scratch):
                 ptx=self._values[ptx],
                 partial_archs=bool(partial_archs),
                 kernels=self._values[kernels],
+                compiled=compiled,
                 parsed=(project, versions[version], self._values[tags]),
             )
 

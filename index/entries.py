@@ -154,6 +154,7 @@ class WheelEntry:
     ptx: tuple[str, ...] = ()
     partial_archs: bool = False  # built with fewer archs than its build's policy (--archs)
     kernels: Kernels | None = None  # where its kernels ran once; None: never on a GPU
+    compiled: str | None = None  # which compile and toolkit built it (ADR 19); None: unknown
     # the file name parsed (`parse`); given by a caller that parsed it already
     parsed: Parsed | None = field(default=None, repr=False, compare=False)
 
@@ -208,6 +209,7 @@ class WheelEntry:
             "runs_on": _runs_on(self.sass, self.ptx),
             "partial_archs": self.partial_archs,
             "kernels": self.kernels.to_json() if self.kernels else NOT_RUN,
+            "compiled": self.compiled,
             "unfiled": self.unfiled,
             "covers": [
                 {"cuda": c.cuda, "torch": c.torch, "python": c.python, "platform": c.platform}

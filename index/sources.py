@@ -254,11 +254,27 @@ def _known(
     return now, meta, data
 
 
+def compiled_text(record: BuildRecord) -> str | None:
+    """'CUDA 13.0.88 (cu130's toolkit), one compile for cu130 and cu132 (ID)': what built the
+    wheel, for packages.json, the page and doctor (ADR 19); None for a record from before."""
+    c = record.compiled
+    if c is None:
+        return None
+    *rest, last = c.variants
+    served = f"{', '.join(rest)} and {last}" if rest else last
+    # from a record on Releases: one printable line whatever it holds
+    return _line(
+        f"CUDA {record.toolchain.cuda} ({c.cuda}'s toolkit), one compile for {served} ({c.id})"
+    )
+
+
 def with_archs(entry: WheelEntry, record: BuildRecord | None, policy: Policy | None) -> WheelEntry:
-    """The entry with the SASS and PTX archs its build record found, and whether they fall
-    short of its build's policy (a quick `--archs` build: never the policy's wheel)."""
+    """The entry with the SASS and PTX archs its build record found, whether they fall
+    short of its build's policy (a quick `--archs` build: never the policy's wheel), and the
+    compile that built it."""
     if record is None:
         return entry
+    entry = dataclasses.replace(entry, compiled=compiled_text(record))
     sass, ptx = record_archs(record)
     wanted = (policy or {}).get(entry.build_id)
     partial = bool(wanted and not wanted <= {_base(a) for a in sass})
@@ -297,7 +313,8 @@ def held_back(entry: WheelEntry, rule: GpuCheck | None) -> str | None:
 
 
 def _line(text: str | None) -> str | None:
-    """A failure as one short line of printable ASCII (it came from the package's check)."""
+    """A record's text as one short line of printable ASCII (a check's failure, a compile's
+    id: what a record from Releases says is not trusted)."""
     if text is None:
         return None
     shown = "".join(c if " " <= c <= "~" else "?" for c in text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -14,8 +15,9 @@ from tests.roots import REPO
 from tests.unit.helpers.wheels import W, index, site, wheel, wheelhouse_catalog
 from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import SiteError
-from wheelfarm.core.record import Archs
+from wheelfarm.core.record import Archs, CompiledFacts
 from wheelfarm.index import sources
+from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import WheelEntry
 from wheelfarm.index.manifest import MANIFEST
 from wheelfarm.index.owned import read_owned
@@ -149,3 +151,27 @@ def test_the_file_list_holds_one_member_a_line(tmp_path: Path) -> None:
         assert owned.sha256("files/nothing.whl") is None
         assert Known.read(owned.cache(W)) == Known(*data["cache"][W])
         assert list(owned.files()) == sorted(data["files"])
+
+
+def test_packages_json_says_which_compile_and_toolkit_built_a_wheel() -> None:
+    """A cu132 wheel relabelled from the cu130 compile (ADR 19) says so, through the catalog
+    too; a record from before ADR 19 says nothing."""
+    entry = WheelEntry(
+        filename="demo-1.0+cu132torch2.15-cp312-cp312-linux_x86_64.whl", sha256="ab" * 32, size=1
+    )
+    facts = CompiledFacts(
+        id="demo-1.0-cu13torch2.15-cp312-linux_x86_64", cuda="cu130",
+        variants=("cu130", "cu132"), verified_with=None,
+    )  # fmt: skip
+    record = sample_record(compiled=facts)
+    shown = with_archs(entry, record, None).to_json()["compiled"]
+    assert shown == (
+        f"CUDA {record.toolchain.cuda} (cu130's toolkit), one compile for cu130 and cu132 "
+        "(demo-1.0-cu13torch2.15-cp312-linux_x86_64)"
+    )
+    assert with_archs(entry, sample_record(compiled=None), None).to_json()["compiled"] is None
+    (back,) = Catalog([with_archs(entry, record, None)])
+    assert back.compiled == shown
+    hostile = dataclasses.replace(facts, id="x\x1b[2J<script>\u202e" + "y" * 300)
+    text = with_archs(entry, sample_record(compiled=hostile), None).compiled
+    assert text is not None and len(text) <= 200 and text.isascii() and text.isprintable()
