@@ -172,8 +172,8 @@ def cut_shards(
     per_run: Callable[[list[list[G]]], int] = len,
 ) -> list[list[G]]:
     """The ordered groups in shards of one tier each, each at most `max_jobs` jobs. Tier 1's
-    shards hold its work spread over every lane in whole rounds (at most `shard_hours`), so
-    that its lanes end together; later tiers' hold `shard_hours`, more where a run
+    shards hold its work spread over every lane (at most `shard_hours`), so that it all starts
+    at once; later tiers' hold `shard_hours`, more where a run
     (`per_run`: the most shards one run of them holds) would pass MAX_SHARDS. A longer group
     is a shard of its own; a chain (`chain`: group id -> its chain, whose groups `order` put
     together) stays in one shard, so that a consumer follows every producer it imports in the
@@ -182,12 +182,7 @@ def cut_shards(
     for g in ordered:
         totals[tiers[g.id]] = totals.get(tiers[g.id], 0.0) + minutes(g)
     hours = pool.shard_hours * 60
-    # tier 1 in rounds of one shard a lane, as many as its work needs at `shard_hours` each,
-    # so that the lanes end together
-    rounds = {t: math.ceil(total / (pool.lanes * hours)) for t, total in totals.items()}
-    targets = {
-        t: min(hours, max(60.0, total / (pool.lanes * rounds[t]))) for t, total in totals.items()
-    }
+    targets = {t: min(hours, max(60.0, total / pool.lanes)) for t, total in totals.items()}
     targets = {t: hours if t > 1 else v for t, v in targets.items()}
     while per_run(shards := _packed(ordered, minutes, jobs, targets, tiers, max_jobs, chain)) > (
         MAX_SHARDS
