@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -18,10 +20,16 @@ from tests.roots import REPO
 from tests.workflows import run_block
 from wheelfarm.cli import main
 from wheelfarm.core.errors import UsageError
-from wheelfarm.github.actions import JOB_KEYS, github_outputs, plan_document, shard_outputs
+from wheelfarm.github.actions import (
+    JOB_KEYS,
+    check_trusted,
+    github_outputs,
+    plan_document,
+    shard_outputs,
+)
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.plan import make_plan
+from wheelfarm.matrix.plan import Filters, make_plan
 
 WORKFLOWS = Path(__file__).parents[2] / ".github" / "workflows"
 FILES = sorted(WORKFLOWS.glob("*.yml"))
@@ -283,3 +291,34 @@ def test_windows_runs_wheelfarm_in_its_own_python_and_builds_the_group() -> None
     build = _step(job, "Build, repair (delvewheel)")
     assert "--pythons $env:PYTHONS" in build["run"]  # found in the tool cache (find_python)
     assert "--job-started $env:JOB_STARTED --job-minutes $env:JOB_MINUTES" in build["run"]
+
+
+def test_every_run_takes_each_platforms_runner_label_from_farm_yaml() -> None:
+    """A tag or scheduled run has no inputs: its jobs run on farm.yaml's runner labels (a
+    self-hosted pool's too), which the plan writes into every job and the shard job holds it
+    to; a dispatch's runner_<platform> input overrides one run's. (A Windows label needs its
+    Pythons and MSVC toolsets in compat.yaml first: Linux's run in the pinned image.)"""
+    matrix = load_matrix(REPO)
+    labelled = {
+        name: dataclasses.replace(info, runner=f"self-hosted-{name}")
+        if name.startswith("linux")
+        else info
+        for name, info in matrix.farm.platforms.items()
+    }
+    farm = dataclasses.replace(matrix.farm, platforms=labelled)
+    matrix = dataclasses.replace(matrix, farm=farm)
+    plan = make_plan(matrix, expand(matrix), filters=Filters(torch=("2.15",)))
+    document = plan_document(
+        plan, farm.hosted_job_limit_minutes, farm.publish_batch_wheels, labelled
+    )
+    seen = set()
+    for name, shard in document["shards"].items():
+        check_trusted(document, name, matrix)
+        for job in (*shard["compile"], *shard["include"]):
+            assert job["runner"] == labelled[job["platform"]].runner
+            seen.add(job["platform"])
+        outputs = json.loads(shard_outputs(document, name)["include"])
+        assert all(j["runner"] == labelled[j["platform"]].runner for j in outputs)
+    assert {"linux_x86_64", "linux_aarch64"} <= seen
+    build = _workflow("build.yml")["jobs"]  # type: ignore[index]
+    assert build["build"]["runs-on"] == build["compile"]["runs-on"] == "${{ matrix.target.runner }}"
