@@ -92,10 +92,12 @@ class Group:
 @dataclass(frozen=True)
 class Shard:
     """At most `max_jobs` group jobs of any platform, which one lane runs in turn: one GitHub
-    matrix (docs/adr/0017-one-pool.md)."""
+    matrix (docs/adr/0017-one-pool.md). A compile lane (farm.yml's `compile` job) first runs
+    `parts`: compile shards (group, part index) whose link job is in a later shard."""
 
     name: str
     groups: tuple[Group, ...]
+    parts: tuple[tuple[Group, int], ...] = ()
 
     @property
     def builds(self) -> tuple[Build, ...]:
@@ -119,6 +121,8 @@ class Plan:
     groups: tuple[Group, ...] = ()
     placed: dict[str, Placed] = field(default_factory=dict)  # group id -> tier, place, shard
     later: tuple[Group, ...] = ()  # past the run's days: the next run plans them
+    compile_lanes: int = 0  # the first shards: compile lanes, before the rest (farm.yml)
+    lanes: int = 0  # farm.yaml pool.lanes: farm.yml's max-parallel
 
     def job_minutes(self, group: Group) -> tuple[float, ...]:
         """Predicted minutes of each job the group runs: one, or its shards and its link."""
@@ -273,11 +277,24 @@ def make_plan(
     def minutes(g: Group) -> float:
         return sum(job_minutes(g, splits.get(g.id, 0), split))
 
-    lanes, later, placed = queue.place(
-        candidates, matrix, minutes, lambda g: splits.get(g.id, 0) + 1, jobs, one_run=one_run
+    def parts(g: Group) -> tuple[float, ...]:
+        return job_minutes(g, splits[g.id], split)[:-1] if g.id in splits else ()
+
+    where = queue.place(
+        candidates,
+        matrix,
+        minutes,
+        lambda g: splits.get(g.id, 0) + 1,
+        jobs,
+        one_run=one_run,
+        parts=parts,
     )
-    groups = tuple(g for lane in lanes for g in lane)
-    shards = tuple(Shard(f"{i + 1}of{len(lanes)}", tuple(s)) for i, s in enumerate(lanes))
+    first = where.spread
+    cut = [(tuple(p), tuple(f)) for p, f in zip(first.parts, first.fill, strict=True)]
+    cut += [((), tuple(s)) for s in where.shards]
+    shards = tuple(Shard(f"{i + 1}of{len(cut)}", f, p) for i, (p, f) in enumerate(cut))
+    groups = tuple(g for s in shards for g in s.groups)
+    later, placed = where.later, where.placed
     todo = tuple(b for g in groups for b in g.builds)
     present = tuple(b for b in selected if b.id in existing)
     return Plan(
@@ -295,6 +312,8 @@ def make_plan(
         groups,
         placed,
         tuple(later),
+        len(first.parts),
+        matrix.farm.pool.lanes,
     )
 
 
@@ -467,7 +486,8 @@ def table(plan: Plan, limit: int = 40) -> str:
     if len(plan.todo) > limit:
         rows.append(f"... {len(plan.todo) - limit} more (--format json lists all)")
     rows.append("")
-    for s in plan.shards:
+    rows += [_compile_lane(plan, s) for s in plan.shards[: plan.compile_lanes]]
+    for s in plan.shards[plan.compile_lanes :]:
         compiles = sum(plan.splits.get(g.id, 0) for g in s.groups)
         first = plan.placed[s.groups[0].id]
         platforms = sorted({g.platform for g in s.groups})
@@ -494,6 +514,18 @@ def table(plan: Plan, limit: int = 40) -> str:
         f"job {plan.longest_job_minutes:.0f} min"
     )
     return "\n".join(rows)
+
+
+def _compile_lane(plan: Plan, s: Shard) -> str:
+    """'shard 1of35: compile lane: 2 compile shards (...), then 3 jobs for 9 builds, ...'."""
+    names = ", ".join(f"{g.id} {i + 1}/{plan.splits[g.id]}" for g, i in s.parts)
+    fill = f", then {len(s.groups)} jobs for {len(s.builds)} builds" if s.groups else ""
+    ends = queue.hours(max((plan.placed[g.id].ends for g in s.groups), default=0.0))
+    return (
+        f"shard {s.name}: compile lane: {len(s.parts)} compile shards ({names}){fill}; "
+        f"the shards after the compile lanes start when all end"
+        + (f" (its jobs published {ends} after the start)" if s.groups else "")
+    )
 
 
 def tier_hours(plan: Plan) -> dict[int, float]:
@@ -544,7 +576,12 @@ def to_json(plan: Plan) -> dict[str, object]:
         ],
         "present": [b.id for b in plan.present],
         "shards": [
-            {"name": s.name, "jobs": len(s.groups), "tier": plan.placed[s.groups[0].id].tier}
-            for s in plan.shards
+            {
+                "name": s.name,
+                "jobs": len(s.groups) + len(s.parts),
+                "tier": min(plan.placed[g.id].tier for g in (*s.groups, *(g for g, _ in s.parts))),
+                "compile_lane": n < plan.compile_lanes,
+            }
+            for n, s in enumerate(plan.shards)
         ],
     }

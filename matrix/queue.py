@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from packaging.version import Version
 
@@ -173,10 +173,11 @@ def cut_shards(
 ) -> list[list[G]]:
     """The ordered groups in shards of one tier each, each at most `max_jobs` jobs. Tier 1's
     shards hold its work spread over every lane (at most `shard_hours`), so that it all starts
-    at once; later tiers' hold `shard_hours`, more where a run (`per_run`: the most shards one
-    run of them holds) would pass MAX_SHARDS. A longer group is a shard of its own; a chain
-    (`chain`: group id -> its chain, whose groups `order` put together) stays in one shard, so
-    that a consumer follows every producer it imports in the same lane."""
+    at once; later tiers' hold `shard_hours`, more where a run
+    (`per_run`: the most shards one run of them holds) would pass MAX_SHARDS. A longer group
+    is a shard of its own; a chain (`chain`: group id -> its chain, whose groups `order` put
+    together) stays in one shard, so that a consumer follows every producer it imports in the
+    same lane."""
     totals: dict[int, float] = {}
     for g in ordered:
         totals[tiers[g.id]] = totals.get(tiers[g.id], 0.0) + minutes(g)
@@ -229,19 +230,22 @@ class Slot(NamedTuple):
     run: int
 
 
-def simulate(durations: Sequence[float], lanes: int, limit: float = math.inf) -> list[Slot]:
+def simulate(
+    durations: Sequence[float], lanes: int, limit: float = math.inf, first: float = 0.0
+) -> list[Slot]:
     """Each shard's slot when `lanes` lanes take them in order, each the next shard as soon as
     it is free (GitHub's max-parallel over the shard matrix), in runs of at most `limit`
     minutes. A shard that would end past its run's limit is left to the next run, and the
     lanes go on with the later shards that still end in time: the run fills its lanes to its
     last hour instead of idling while its last shards end. A run always keeps its first shard
     (or nothing would ever be built); the next run starts when this one ends (its run waits in
-    farm.yml's concurrency group)."""
+    farm.yml's concurrency group). `first`: when this run's lanes are free (after its compile
+    lanes, `spread`)."""
     out: list[Slot | None] = [None] * len(durations)
     left = list(range(len(durations)))
     begins, run = 0.0, 0
     while left:
-        free = [begins] * max(1, lanes)
+        free = [begins + (first if run == 0 else 0.0)] * max(1, lanes)
         rest: list[int] = []
         kept = False  # a run always keeps its first shard, or nothing would ever be built
         for i in left:
@@ -257,6 +261,77 @@ def simulate(durations: Sequence[float], lanes: int, limit: float = math.inf) ->
     return [s for s in out if s is not None]
 
 
+class Spread(NamedTuple):
+    """The run's compile lanes (farm.yml's `compile` job, before its shards): each lane's
+    compile shards (group, part index) and the whole groups that fill it, and when the last
+    lane ends."""
+
+    parts: list[list[tuple[Any, int]]]
+    fill: list[list[Any]]
+    ends: float
+
+
+def spread(
+    ranked: Sequence[G],
+    parts: Callable[[G], tuple[float, ...]],
+    minutes: Callable[[G], float],
+    chain: dict[str, str],
+    tiers: dict[str, int],
+    lanes: int,
+    max_jobs: int,
+) -> Spread:
+    """The compile shards of the run's first tier's split groups, longest chain first while
+    they all fit the lanes at once, a lane each (ADR 11's link job then runs in a shard after
+    them all, farm.yml's `needs:`), and the lanes that end early filled with that
+    tier's whole groups (a chain of their own) that end by the last compile shard, so that
+    the lanes wait little at the barrier. A group in a farm_requires chain keeps its
+    compile shards in its chain's lane."""
+    alone = Counter(chain.values())
+    first = min(tiers.values(), default=0)
+    wide: list[G] = []
+    for g in ranked:  # longest chain first, while every compile shard has a lane at once
+        if parts(g) and tiers[g.id] == first and alone[chain[g.id]] == 1:
+            if sum(len(parts(w)) for w in wide) + len(parts(g)) > lanes:
+                break
+            wide.append(g)
+    if not wide:
+        return Spread([], [], 0.0)
+    work = sorted(
+        ((m, n, g, i) for n, g in enumerate(wide) for i, m in enumerate(parts(g))),
+        key=lambda t: (-t[0], t[1], t[3]),
+    )
+    width = min(lanes, len(work))
+    free = [(0.0, lane) for lane in range(width)]
+    held: list[list[tuple[Any, int]]] = [[] for _ in range(width)]
+    for m, _, g, i in work:
+        start, lane = heapq.heappop(free)
+        held[lane].append((g, i))
+        heapq.heappush(free, (start + m, lane))
+    load = [0.0] * width
+    for start, lane in free:
+        load[lane] = start
+    ends = max(load)
+    fill: list[list[Any]] = [[] for _ in range(width)]
+    for g in ranked:
+        if parts(g) or tiers[g.id] != first or alone[chain[g.id]] != 1:
+            continue
+        lane = min(range(width), key=lambda n: load[n])
+        if load[lane] + minutes(g) <= ends and len(held[lane]) + len(fill[lane]) < max_jobs:
+            fill[lane].append(g)
+            load[lane] += minutes(g)
+    return Spread(held, fill, ends + SHARD_OVERHEAD_MINUTES)
+
+
+class Placement(NamedTuple):
+    """A run's shards: its compile lanes (`spread`), the shards after them, the groups left to
+    the next run, and where every group stands."""
+
+    spread: Spread
+    shards: list[list[Any]]
+    later: list[Any]
+    placed: dict[str, Placed]
+
+
 def place(
     groups: Sequence[G],
     matrix: Matrix,
@@ -265,48 +340,84 @@ def place(
     max_jobs: int,
     *,
     one_run: bool = True,
-) -> tuple[list[list[G]], list[G], dict[str, Placed]]:
-    """(this run's shards, the groups left to the next run, where every group stands);
-    `one_run` False keeps every shard (the whole pass)."""
+    parts: Callable[[G], tuple[float, ...]] = lambda _: (),
+) -> Placement:
+    """The run's compile lanes, its shards after them, the groups left to the next run and
+    where every group stands; `one_run` False keeps every shard (the whole pass). `parts`: a
+    split group's compile shards' minutes (its `minutes` less them is its link job's)."""
     pool = matrix.farm.pool
     after = consumers(groups)
     chain = chains(groups, after)
     tiers = group_tiers(groups, matrix)
     ranked = order(groups, matrix, minutes, after, tiers)
+    lanes_first = spread(ranked, parts, minutes, chain, tiers, pool.lanes, max_jobs)
+    wide = {g.id for lane in lanes_first.parts for g, _ in lane}
+    filled = {g.id for lane in lanes_first.fill for g in lane}
+    ranked = [g for g in ranked if g.id not in filled]
     # on its lane a whole group's job also sets up (toolkit, torch env, source), which a split
     # group's estimate already counts for each of its jobs (split_compile.job_overhead_minutes)
     setup = matrix.farm.split_compile.job_overhead_minutes if matrix.farm.split_compile else 0.0
 
+    def left(g: G) -> float:  # a spread group's link job; the rest as they were
+        return minutes(g) - sum(parts(g)) if g.id in wide else minutes(g)
+
     def lane_minutes(shard: list[G]) -> float:
-        work = sum(minutes(g) + (setup if jobs(g) == 1 else 0.0) for g in shard)
+        work = sum(left(g) + (setup if jobs(g) == 1 else 0.0) for g in shard)
         return work + SHARD_OVERHEAD_MINUTES
 
     limit = pool.run_days * 24 * 60
+    begins = lanes_first.ends
+    spread_shards = len(lanes_first.parts)
 
     def per_run(cut: list[list[G]]) -> int:  # GitHub's matrix limit is a run's
-        runs = Counter(s.run for s in simulate([lane_minutes(s) for s in cut], pool.lanes, limit))
-        return max(runs.values(), default=0)
+        durations = [lane_minutes(s) for s in cut]
+        runs = Counter(s.run for s in simulate(durations, pool.lanes, limit, begins))
+        return max(runs.values(), default=0) + spread_shards
 
-    shards = cut_shards(ranked, minutes, jobs, pool, max_jobs, chain, tiers, per_run)
+    def one(g: G) -> int:
+        return 1 if g.id in wide else jobs(g)
+
+    # each spread group's link job a shard of its own, first: it publishes as soon as it ends
+    links = [[g] for g in ranked if g.id in wide]
+    rest = [g for g in ranked if g.id not in wide]
+    shards = links + cut_shards(
+        rest, left, one, pool, max_jobs, chain, tiers, lambda cut: per_run(links + cut)
+    )
     durations = [lane_minutes(s) for s in shards]
-    slots = simulate(durations, pool.lanes, limit)
+    slots = simulate(durations, pool.lanes, limit, begins)
     # the pass's last run builds all that is left: its last tier's shards longest first, so
     # that its lanes end together (longest processing time first) rather than on one long shard
     final = [i for i, s in enumerate(slots) if s.run == max(s.run for s in slots)]
-    tail = [i for i in final if tiers[shards[i][0].id] == tiers[shards[final[-1]][0].id]]
+    # (a link job after the compile lanes keeps its place: first)
+    tail = [
+        i
+        for i in final
+        if tiers[shards[i][0].id] == tiers[shards[final[-1]][0].id]
+        and not any(g.id in wide for g in shards[i])
+    ]
     ranks = dict(zip(tail, sorted(tail, key=lambda i: -durations[i]), strict=True))
     shards = [shards[ranks.get(i, i)] for i in range(len(shards))]
-    slots = simulate([durations[ranks.get(i, i)] for i in range(len(shards))], pool.lanes, limit)
-    # numbered by run: this run's shards first, in their order (the priority)
+    slots = simulate(
+        [durations[ranks.get(i, i)] for i in range(len(shards))], pool.lanes, limit, begins
+    )
+    # numbered by run: the compile lanes, then this run's shards, in their order (the priority)
     numbered = sorted(range(len(shards)), key=lambda i: (slots[i].run, i))
     placed: dict[str, Placed] = {}
-    number = 0
-    for n, i in enumerate(numbered):
-        for g in shards[i]:
+    # the spread groups first: their compile shards start the run
+    first = {
+        i: n for n, i in enumerate(dict.fromkeys(g.id for p in lanes_first.parts for g, _ in p), 1)
+    }
+    number = len(first)
+    for n, lane in enumerate(lanes_first.fill):
+        for g in lane:
             number += 1
+            placed[g.id] = Placed(tiers[g.id], number, n + 1, (), 0.0, lanes_first.ends)
+    for n, i in enumerate(numbered, spread_shards):
+        for g in shards[i]:
+            number += g.id not in first
             placed[g.id] = Placed(
                 tier=tiers[g.id],
-                place=number,
+                place=first.get(g.id, number),
                 shard=n + 1,
                 after=after.get(g.id, ()),
                 starts=slots[i].start,
@@ -314,7 +425,7 @@ def place(
             )
     kept = [shards[i] for i in numbered if not one_run or slots[i].run == 0]
     later = [g for i in numbered if one_run and slots[i].run > 0 for g in shards[i]]
-    return kept, later, placed
+    return Placement(lanes_first, kept, later, placed)
 
 
 def hours(minutes: float) -> str:

@@ -53,6 +53,7 @@ class Runners:
         self.model = model
         self.queue: list[Instance] = []
         self.busy = 0
+        self.peak = 0  # the most jobs on runners at once
         self.active: list[Instance] = []  # jobs on a runner
         self.runner_minutes = 0.0
         # runners busy while some job waits (queued, held by max-parallel, or a reusable
@@ -82,6 +83,7 @@ class Runners:
                 model.graph.finish(inst, "cancelled")
                 continue
             self.busy += 1
+            self.peak = max(self.peak, self.busy)
             node.running += 1
             self.active.append(inst)
             model.steps.start_job(inst)

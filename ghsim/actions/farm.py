@@ -57,9 +57,14 @@ class Farm:
         faults: Faults | None = None,
         limits: Limits | None = None,
         gpu_runner: str = "",
+        lanes: int | None = None,
     ) -> None:
-        """`gpu_runner`: farm.yaml's gpu_check.runner in the checkout the jobs read (a copy)."""
-        self.matrix = load_matrix(REPO)
+        """`gpu_runner`: farm.yaml's gpu_check.runner in the checkout the jobs read (a copy);
+        `lanes`: its pool.lanes (a copy too), with a runner to spare."""
+        root = _with_lanes(work / "lanes", lanes) if lanes else REPO
+        if lanes and limits is None:  # an account (or self-hosted pool) with a runner to spare
+            limits = Limits(runners=lanes + 1)
+        self.matrix = load_matrix(root)
         self.expansion = expansion = expand(self.matrix)
         self.builds = expansion.by_id
         self.plan = make_plan(self.matrix, expansion)  # every group's estimate and split
@@ -72,7 +77,7 @@ class Farm:
         }
         self.faults = faults or Faults()
         self.built: set[str] = set()
-        repo = REPO.path
+        repo = root.path
         bin_dirs = [str(REPO.path / ".venv" / "bin")]
         if workflows:  # a copy of the checkout whose workflow files are the fixture's
             repo = work / "repo"
@@ -226,6 +231,27 @@ class Farm:
         for build in builds:
             farm_wheel(self.matrix, build, out, expansion=self.expansion)
             self.built.add(build.id)
+
+
+def _with_lanes(repo: Path, lanes: int) -> FarmRoot:
+    """A copy of the checkout (links to its entries) whose farm.yaml has `lanes` in its pool:
+    the farm a Pro or Team account, or self-hosted runners, would run; every job's CLI reads
+    it from its checkout."""
+    (repo / "matrix").mkdir(parents=True)
+    for entry in REPO.path.iterdir():
+        if entry.name == "demo":  # a package source: the farm refuses one outside its root
+            ignore = shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
+            shutil.copytree(entry, repo / "demo", ignore=ignore)
+        elif entry.name not in {"matrix", ".git"}:
+            (repo / entry.name).symlink_to(entry)
+    for entry in REPO.matrix.iterdir():
+        if entry.name != "farm.yaml":
+            (repo / "matrix" / entry.name).symlink_to(entry)
+    text = (REPO.matrix / "farm.yaml").read_text(encoding="utf-8")
+    text, n = re.subn(r"(?m)^  lanes: \d+", f"  lanes: {lanes}", text)
+    assert n == 1, "farm.yaml has no pool.lanes line"
+    (repo / "matrix" / "farm.yaml").write_text(text, encoding="utf-8")
+    return FarmRoot(repo, "checkout")
 
 
 class Requests:

@@ -59,12 +59,13 @@ def first_run(
     failing: int = 2,
     broken_uploads: int = 3,
     cancel_after_minutes: float = 24 * 60,
+    lanes: int | None = None,
 ) -> Outcome:
     """The run, then reruns and later tags until every farm run has ended well (at most 4
-    rounds of "Re-run failed jobs")."""
+    rounds of "Re-run failed jobs"); `lanes`: a farm.yaml with that many (Farm)."""
     fake = FakeGitHub(scale=SCALE)
     with fake_github(fake):
-        farm = Farm(fake, work, workflows=workflows, faults=Faults(lose_deploys=1))
+        farm = Farm(fake, work, workflows=workflows, faults=Faults(lose_deploys=1), lanes=lanes)
         plan = _whole(farm, inputs)
         wanted = {b.id for b in plan.todo}
         names = work / "names"

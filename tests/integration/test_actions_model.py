@@ -7,6 +7,7 @@ bundled by scripts/test.sh) and runs every `run:` block with bash."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from textwrap import dedent
@@ -20,6 +21,7 @@ from ghsim.actions.standins import standins
 from ghsim.actions.workflow import WorkflowError
 from ghsim.fakegithub import FakeGitHub, fake_github
 from wheelfarm.github.actions import MAX_OUTPUT_BYTES
+from wheelfarm.matrix.plan import Filters, make_plan
 
 pytestmark = pytest.mark.integration
 
@@ -371,3 +373,41 @@ def test_every_kind_the_catalog_holds_goes_through_the_farm(tmp_path: Path) -> N
     assert (outcome.published, outcome.lost) == (outcome.planned, 0)
     assert outcome.planned > 30
     assert outcome.tier1_hours < 24
+
+
+@pytest.mark.parametrize("lanes", [19, 40])
+def test_a_split_groups_compile_shards_run_at_once_then_its_link(
+    tmp_path: Path, github: FakeGitHub, lanes: int
+) -> None:
+    """flash-attn's torch 2.15 group (its compile shards a compile lane each, its link job in a
+    shard after them: farm.yml `needs:`) on 19 lanes and on a 40-lane farm (farm.yaml
+    pool.lanes, an account with 41 runners): every wheel published, and the run lasts about one
+    compile shard and the link, not every compile shard in turn."""
+    farm = Farm(github, tmp_path, lanes=lanes)
+    inputs = {**ONE_PLATFORM, "package": "flash-attn", "torch": "2.15", "python": "3.12,3.13"}
+    run = farm.model.dispatch("farm.yml", inputs)
+    farm.model.run_until_idle()
+    assert run.conclusion == "success"
+    assert farm.model.limits_hit == []
+    assert _published(github) == len(farm.built) > 0
+    plan = make_plan(
+        farm.matrix,
+        farm.expansion,
+        filters=Filters(
+            torch=("2.15",),
+            python=("3.12", "3.13"),
+            package=("flash-attn",),
+            platform=("linux_x86_64",),
+        ),
+    )
+    assert plan.lanes == lanes and plan.compile_lanes >= 2
+    (g,) = [g for g in plan.groups if plan.splits.get(g.id)]
+    *parts, link = plan.job_minutes(g)
+    lanes_used = [n for n in run.nodes if re.fullmatch(r"compile \(\d+of\d+\) / compile", n.name)]
+    assert len(lanes_used) == plan.compile_lanes
+    assert all(n.result == "success" for n in lanes_used)
+    # one compile shard, the link, and each shard's targets and setup: not all shards in turn
+    assert run.ended - run.started < sum(parts) + link
+    assert run.ended - run.started <= max(parts) + link + 90
+    assert farm.model.runners.peak <= lanes + 1
+    print(f"lanes={lanes} run_minutes={run.ended - run.started:.0f} parts={parts} link={link}")

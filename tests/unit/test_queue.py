@@ -184,3 +184,24 @@ def test_the_last_run_takes_its_longest_shards_first() -> None:
     assert lengths == sorted(lengths, reverse=True)
     ends = [p.ends for p in shards[first:]]  # the run's lanes end within its longest shard
     assert max(ends) - sorted(ends)[-min(len(ends), MATRIX.farm.pool.lanes)] < max(lengths)
+
+
+@pytest.mark.parametrize("lanes", [19, 40])
+def test_a_split_groups_compile_shards_run_in_parallel_lanes_before_its_link(lanes: int) -> None:
+    """flash-attn's torch 2.15 group: its five compile shards each take a compile lane at the
+    run's start, and its link job's shard starts when the compile lanes end, so the chain is
+    about one compile shard and the link (not five shards in turn: 13.7 h on 19 lanes)."""
+    matrix = _pool(MATRIX, lanes=lanes)
+    plan = make_plan(matrix, EXPANSION, filters=Filters(torch=("2.15*",)))
+    assert 0 < plan.compile_lanes <= lanes
+    lanes_first = plan.shards[: plan.compile_lanes]
+    for g in plan.groups:
+        if g.id.startswith("flash-attn-2") and plan.splits.get(g.id) == 5:
+            *parts, link = plan.job_minutes(g)
+            homes = [s.name for s in lanes_first for p, _ in s.parts if p.id == g.id]
+            assert len(homes) == len(set(homes)) == 5  # a lane each, at once
+            overhead = 2 * queue.SHARD_OVERHEAD_MINUTES
+            assert plan.placed[g.id].ends <= max(parts) + link + overhead + 1
+    # every lane still busy: tier 1 ends within its work spread over the lanes and one shard
+    work = sum(sum(plan.job_minutes(g)) for g in plan.groups) / lanes
+    assert tier_hours(plan)[1] <= work + matrix.farm.pool.shard_hours * 60

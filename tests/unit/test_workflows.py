@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -18,10 +20,16 @@ from tests.roots import REPO
 from tests.workflows import run_block
 from wheelfarm.cli import main
 from wheelfarm.core.errors import UsageError
-from wheelfarm.github.actions import JOB_KEYS, github_outputs, plan_document, shard_outputs
+from wheelfarm.github.actions import (
+    JOB_KEYS,
+    check_trusted,
+    github_outputs,
+    plan_document,
+    shard_outputs,
+)
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.plan import make_plan
+from wheelfarm.matrix.plan import Filters, make_plan
 
 WORKFLOWS = Path(__file__).parents[2] / ".github" / "workflows"
 FILES = sorted(WORKFLOWS.glob("*.yml"))
@@ -34,13 +42,17 @@ def test_the_build_workflow_reads_exactly_the_plan_job_keys() -> None:
     )
 
 
-def test_the_farm_runs_as_many_lanes_as_the_plan_assumes() -> None:
-    """farm.yml's max-parallel over the shards is farm.yaml's pool.lanes, and leaves room: at
-    most 19 of GitHub Free's 20 jobs, so pages, ci and watch (one job each) start while it
-    builds."""
-    build = _workflow("farm.yml")["jobs"]["build"]  # type: ignore[index]
-    lanes = load_matrix(REPO).farm.pool.lanes
-    assert build["strategy"]["max-parallel"] == lanes <= 19
+def test_the_farm_runs_as_many_lanes_as_farm_yaml_says() -> None:
+    """farm.yml's compile lanes and shards both run at most the plan's `lanes` output, which
+    is farm.yaml's pool.lanes (no number in the workflow: a Pro or self-hosted farm sets 40),
+    the shards after the compile lanes (`needs:`, so the two never hold lanes together)."""
+    jobs = _workflow("farm.yml")["jobs"]  # type: ignore[index]
+    for name in ("compile", "build"):
+        want = "${{ fromJSON(needs.plan.outputs.lanes) }}"
+        assert jobs[name]["strategy"]["max-parallel"] == want
+    assert jobs["build"]["needs"] == ["plan", "compile"]
+    matrix = load_matrix(REPO)
+    assert github_outputs(make_plan(matrix, expand(matrix)))["lanes"] == str(matrix.farm.pool.lanes)
     shard = _workflow("build.yml")["jobs"]  # type: ignore[index]
     assert shard["compile"]["strategy"]["max-parallel"] == 1  # a lane: one job at a time
     assert shard["build"]["strategy"]["max-parallel"] == 1
@@ -115,8 +127,12 @@ def test_each_shard_publishes_when_its_builds_end_even_if_cancelled() -> None:
     for name in ("build.yml",):
         publish = _workflow(name)["jobs"]["publish"]  # type: ignore[index]
         # after the GPU check where farm.yaml names a runner; always(): also when it is skipped
+        # (a compile lane that holds only compile shards has no batch to publish)
         assert publish["needs"] == ["targets", "build", "gpu-check"]
-        assert publish["if"] == "${{ always() && needs.targets.result == 'success' }}"
+        assert publish["if"] == (
+            "${{ always() && needs.targets.result == 'success' "
+            "&& needs.targets.outputs.batches != '[]' }}"
+        )
         assert publish["uses"] == "./.github/workflows/publish.yml"
         build = _workflow(name)["jobs"]["build"]  # type: ignore[index]
         assert build["permissions"] == {"actions": "read", "contents": "read"}  # never write
@@ -282,3 +298,34 @@ def test_windows_runs_wheelfarm_in_its_own_python_and_builds_the_group() -> None
     build = _step(job, "Build, repair (delvewheel)")
     assert "--pythons $env:PYTHONS" in build["run"]  # found in the tool cache (find_python)
     assert "--job-started $env:JOB_STARTED --job-minutes $env:JOB_MINUTES" in build["run"]
+
+
+def test_every_run_takes_each_platforms_runner_label_from_farm_yaml() -> None:
+    """A tag or scheduled run has no inputs: its jobs run on farm.yaml's runner labels (a
+    self-hosted pool's too), which the plan writes into every job and the shard job holds it
+    to; a dispatch's runner_<platform> input overrides one run's. (A Windows label needs its
+    Pythons and MSVC toolsets in compat.yaml first: Linux's run in the pinned image.)"""
+    matrix = load_matrix(REPO)
+    labelled = {
+        name: dataclasses.replace(info, runner=f"self-hosted-{name}")
+        if name.startswith("linux")
+        else info
+        for name, info in matrix.farm.platforms.items()
+    }
+    farm = dataclasses.replace(matrix.farm, platforms=labelled)
+    matrix = dataclasses.replace(matrix, farm=farm)
+    plan = make_plan(matrix, expand(matrix), filters=Filters(torch=("2.15",)))
+    document = plan_document(
+        plan, farm.hosted_job_limit_minutes, farm.publish_batch_wheels, labelled
+    )
+    seen = set()
+    for name, shard in document["shards"].items():
+        check_trusted(document, name, matrix)
+        for job in (*shard["compile"], *shard["include"]):
+            assert job["runner"] == labelled[job["platform"]].runner
+            seen.add(job["platform"])
+        outputs = json.loads(shard_outputs(document, name)["include"])
+        assert all(j["runner"] == labelled[j["platform"]].runner for j in outputs)
+    assert {"linux_x86_64", "linux_aarch64"} <= seen
+    build = _workflow("build.yml")["jobs"]  # type: ignore[index]
+    assert build["build"]["runs-on"] == build["compile"]["runs-on"] == "${{ matrix.target.runner }}"

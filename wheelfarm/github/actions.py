@@ -38,6 +38,9 @@ JOB_KEYS = (
     "minutes",  # the build's own clock (JOB_MINUTES): it stops in time to save its cache
     "links",  # a link job: how many compile-shard caches it merges; 0 for a whole build
     "part",  # a compile shard: "I/K"; "" otherwise
+    # a compile shard's cache artifact, ccache-<id>-<I>of<K> (unique in the run: its shards may
+    # run in different lanes, docs/adr/0011-split-compile.md); "" otherwise
+    "cache",
     "batch",  # the publish job that takes its wheels
 )
 # The build step stops this long before the job limit, so its logs and compiler cache are saved
@@ -77,6 +80,7 @@ def job(
         "minutes": timeout,
         "links": links,
         "part": part,
+        "cache": f"ccache-{group.id}-{part.replace('/', 'of')}" if part else "",
         "batch": batch,
     }
 
@@ -132,15 +136,24 @@ def plan_document(
     of about `batch_wheels` wheels, and each group's build ids (`builds`, for the publish jobs:
     not a job output)."""
     shards: dict[str, Any] = {}
+    spread = {g.id for s in plan.shards for g, _ in s.parts}
     for s in plan.shards:
         numbers = batches(s.groups, batch_wheels)
         made = [
             jobs(plan, g, limit_minutes, platforms[g.platform], n)
             for g, n in zip(s.groups, numbers, strict=True)
         ]
+        # a compile lane's compile shards, whose link job is in a later shard
+        parts = [jobs(plan, g, limit_minutes, platforms[g.platform])[0][i] for g, i in s.parts]
         shards[s.name] = {
             "include": [main for _, main in made],
-            "compile": [c for compiles, _ in made for c in compiles],
+            "compile": parts
+            + [
+                c
+                for g, (compiles, _) in zip(s.groups, made, strict=True)
+                if g.id not in spread
+                for c in compiles
+            ],
             "batches": numbers[-1] + 1 if numbers else 0,
             "builds": {g.id: [b.id for b in g.builds] for g in s.groups},
         }
@@ -155,9 +168,15 @@ def plan_document(
 def github_outputs(plan: Plan) -> dict[str, str]:
     """The plan job's outputs: the names of the shards in priority order, which the lanes take
     in turn (a few KB for the whole grid), and how many builds they hold."""
+    first = plan.shards[: plan.compile_lanes]
     return {
         "count": str(len(plan.todo)),
-        "shards": json.dumps([s.name for s in plan.shards], separators=(",", ":")),
+        # farm.yml's compile lanes, then (after them all: `needs:`) the shards
+        "first": json.dumps([s.name for s in first], separators=(",", ":")),
+        "shards": json.dumps(
+            [s.name for s in plan.shards[plan.compile_lanes :]], separators=(",", ":")
+        ),
+        "lanes": str(plan.lanes),  # farm.yaml pool.lanes: both matrices' max-parallel
     }
 
 
@@ -253,6 +272,12 @@ def check_trusted(document: dict[str, Any], name: str, matrix: Matrix) -> None:
             ("minutes", j["minutes"], j["minutes"] != timeout),
             ("links", j["links"], type(j["links"]) is not int or j["links"] < 0),
             ("part", j["part"], not _within(j["part"], None)),
+            (
+                "cache",
+                j["cache"],
+                j["cache"]
+                != (f"ccache-{j['id']}-{j['part'].replace('/', 'of')}" * bool(j["part"])),
+            ),
             ("after", j["after"], (ids := _producers(j["after"])) is None or not ids <= earlier),
         )
         for key, value, wrong in bad:
