@@ -341,13 +341,15 @@ def compile_once_per_major(matrix: Matrix, package: Package, made: list[Build]) 
     merged: dict[int, Build] = {}
     for bucket in buckets.values():
         bucket.sort(key=lambda b: cuda_version(b.cuda))
-        for run in _runs(package, bucket):
+        runs = list(_runs(package, bucket))
+        for run in runs:
             archs = _union(b.archs for b in run) if len(run) > 1 else None
             first = _compiler(matrix, run, archs) if archs is not None else None
             torch = _shared_torch(matrix, run) if first is not None else None
             if archs is None or first is None or (torch is None and run[0].torch is not None):
                 continue
-            major = f"cu{cuda_version(first.cuda).major}"
+            # named for the major; where the package's code splits the major, for its toolkit
+            major = f"cu{cuda_version(first.cuda).major}" if len(runs) == 1 else first.cuda
             label = Build.label_for(first.abi, first.cuda, torch, first.covers)
             variants = (first.cuda, *(b.cuda for b in run if b is not first))
             minutes = package.minutes_per_arch(first.version) * max(1, len(archs.archs))

@@ -280,15 +280,22 @@ def make_plan(
     def parts(g: Group) -> tuple[float, ...]:
         return job_minutes(g, splits[g.id], split)[:-1] if g.id in splits else ()
 
-    where = queue.place(
-        candidates,
-        matrix,
-        minutes,
-        lambda g: splits.get(g.id, 0) + 1,
-        jobs,
-        one_run=one_run,
-        parts=parts,
-    )
+    def placed(spread: bool) -> queue.Placement:
+        return queue.place(
+            candidates,
+            matrix,
+            minutes,
+            lambda g: splits.get(g.id, 0) + 1,
+            jobs,
+            one_run=one_run,
+            parts=parts if spread else lambda _: (),
+        )
+
+    # compile shards in parallel lanes shorten a split group's chain, but the lanes then wait
+    # at the link's barrier: spread only where the first tier ends sooner (a wide pool)
+    where = placed(spread=True)
+    if where.spread.parts and _finish(narrow := placed(spread=False)) < _finish(where):
+        where = narrow
     first = where.spread
     cut = [(tuple(p), tuple(f)) for p, f in zip(first.parts, first.fill, strict=True)]
     cut += [((), tuple(s)) for s in where.shards]
@@ -314,6 +321,16 @@ def make_plan(
         tuple(later),
         len(first.parts),
         matrix.farm.pool.lanes,
+    )
+
+
+def _finish(where: queue.Placement) -> tuple[float, float]:
+    """When the first tier's last group ends, then the last of all."""
+    ends = [(p.tier, p.ends) for p in where.placed.values()]
+    first = min((t for t, _ in ends), default=0)
+    return (
+        max((e for t, e in ends if t == first), default=0.0),
+        max((e for _, e in ends), default=0.0),
     )
 
 

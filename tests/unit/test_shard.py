@@ -3,6 +3,7 @@ stubs, the cache merge, the link build's hit check, and the plan's shard and lin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter
@@ -174,7 +175,9 @@ def test_link_jobs_wait_for_their_compile_shards_in_their_shard_or_the_compile_l
     """Each link job's compile shards are all in the plan once: in its own shard before it,
     or (the run's first tier) in the compile lanes farm.yml runs before every shard; each
     shard's cache artifact has a name of its own in the run."""
-    matrix = load_matrix(REPO)
+    shipped = load_matrix(REPO)  # on 40 lanes, where the plan spreads them (test_queue.py)
+    pool = dataclasses.replace(shipped.farm.pool, lanes=40)
+    matrix = dataclasses.replace(shipped, farm=dataclasses.replace(shipped.farm, pool=pool))
     plan = make_plan(matrix, expand(matrix), filters=Filters(torch=("2.15*",)))
     farm = matrix.farm
     document = plan_document(
