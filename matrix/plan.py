@@ -280,7 +280,7 @@ def make_plan(
     def parts(g: Group) -> tuple[float, ...]:
         return job_minutes(g, splits[g.id], split)[:-1] if g.id in splits else ()
 
-    def placed(spread: bool) -> queue.Placement:
+    def placed(*, spread: bool) -> queue.Placement:
         return queue.place(
             candidates,
             matrix,
