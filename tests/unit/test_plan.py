@@ -222,7 +222,7 @@ def test_a_cuda_no_runner_compiler_accepts_is_not_planned_and_explained(
 ) -> None:
     root = _root(
         matrix_dir,
-        toolkit_line='  cu118: {version: "11.8.0", manifest_sha256: null, gcc_toolset: 11, '
+        toolkit_line='  cu118: {version: "11.8.0", manifest_sha256: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", gcc_toolset: 11, '
         "msvc_toolset: null}",
     )
     matrix = load_matrix(root)
