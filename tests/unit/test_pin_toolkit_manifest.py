@@ -95,7 +95,8 @@ def test_a_refusal_is_one_line_and_leaves_the_file(
     toolkits.write_text(SHIPPED, encoding="utf-8")
 
     def refused(session: object, method: str, url: str, **_: object) -> object:
-        raise NetworkError(f"GET {url}: 404 Not Found", 404)
+        msg = f"GET {url}: 404 Not Found"
+        raise NetworkError(msg, 404)
 
     monkeypatch.setattr(pin, "request", refused)
     argv = ["cu132", "13.2.1", "--toolkits", str(toolkits), "--write"]
