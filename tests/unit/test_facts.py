@@ -42,6 +42,11 @@ def test_a_toolkit_row_without_its_manifest_sha256_is_refused_with_the_script_th
     with pytest.raises(ConfigError) as refused:
         load_matrix(root)
     (line,) = [p for p in refused.value.problems if "manifest_sha256" in p]
-    assert "toolkits.cu132.manifest_sha256: cu132 pins no sha256 for NVIDIA's redistrib_13.2.0.json" in line
+    assert (
+        "toolkits.cu132.manifest_sha256: cu132 pins no sha256 for NVIDIA's redistrib_13.2.0.json"
+        in line
+    )
     assert "`python scripts/pin_toolkit_manifest.py cu132 13.2.0` proposes the pin" in line
-    assert line.startswith(f"{root.matrix / 'toolkits.yaml'}:{text[: pinned.start()].count(chr(10)) + 1}:")
+    assert line.startswith(
+        f"{root.matrix / 'toolkits.yaml'}:{text[: pinned.start()].count(chr(10)) + 1}:"
+    )

@@ -59,7 +59,10 @@ def test_a_new_release_moves_only_its_rows_version_and_sha256() -> None:
 @pytest.mark.parametrize(
     ("body", "problem"),
     [
-        (json.dumps({"release_label": "13.2.0"}).encode(), "release_label is '13.2.0', not '13.2.1'"),
+        (
+            json.dumps({"release_label": "13.2.0"}).encode(),
+            "release_label is '13.2.0', not '13.2.1'",
+        ),
         (b"<html>moved</html>", "not a manifest"),
         (b"[" * 100_000 + b"]" * 100_000, "not a manifest"),
         (json.dumps(["13.2.1"]).encode(), "release_label is 'None'"),
@@ -81,7 +84,9 @@ def test_an_answer_that_is_not_the_releases_manifest_is_refused(body: bytes, pro
         ("cu140", "14.0.0", "toolkits.yaml has no row for cu140: add `cu140:"),
     ],
 )
-def test_a_tag_and_version_that_do_not_fit_fetch_nothing(tag: str, version: str, problem: str) -> None:
+def test_a_tag_and_version_that_do_not_fit_fetch_nothing(
+    tag: str, version: str, problem: str
+) -> None:
     fetch = _fetch(json.dumps({"release_label": version}).encode())
     with pytest.raises(UsageError, match=problem):
         pin.propose(SHIPPED, tag, version, fetch)
