@@ -116,6 +116,7 @@ def test_an_output_past_64_kb_is_refused_in_the_plan_job() -> None:
             Filters(package=("wheelfarm-demo",), cuda=("cu126",)),
             "the filters together select no build",
         ),
+        (Filters(version=("9.9.9",)), "--version '9.9.9' matches nothing"),
     ],
 )
 def test_filter_matching_nothing_is_an_error(filters: Filters, message: str) -> None:
@@ -327,3 +328,14 @@ def test_a_consumer_waits_while_one_of_its_producers_is_not_built_in_the_run(
     last = make_plan(m, e, existing=released)
     assert {b.package for b in last.todo} == {"user"} and not last.deferred
     assert not any(last.placed[g.id].after for g in last.groups)  # from the index
+
+
+def test_a_version_filter_plans_that_version_alone() -> None:
+    """Issue 49 row 5: a wheel request's label dispatches one version, not every planned one."""
+    m = load_matrix(REPO)
+    expansion = expand(m)
+    versions = Counter(b.version for b in expansion.builds if b.package == "xformers")
+    assert len(versions) > 1  # else this would not tell
+    one = min(versions)
+    plan = make_plan(m, expansion, filters=Filters(package=("xformers",), version=(one,)))
+    assert {b.version for b in plan.todo} == {one}
