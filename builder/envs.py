@@ -173,7 +173,7 @@ def _make_torch_env(
         )
         raise ToolchainError(msg)
     done = [p for p in path.parent.iterdir() if (p / ".complete").is_file()]
-    saved = share_files(partial, done)
+    saved = share_files(partial, done) if done and clones_in(partial) else 0  # ext4: no reads
     with log.open("a", encoding="utf-8") as fh:
         fh.write(f"wheelfarm: {saved / 2**30:.2f} GiB cloned from the cache's other torch envs\n")
     (partial / ".complete").write_text(json.dumps({"torch": report[0], "cuda": report[1]}))
@@ -256,6 +256,18 @@ def check_sealed(env: Path, manifest: Path) -> None:
 
 def _remake(env: Path) -> str:
     return f"remove it (chmod -R u+w {str(env)!r}; rm -rf it) and build again to make it anew"
+
+
+def clones_in(folder: Path) -> bool:
+    """Whether the file system of `folder` makes clones (one probe file, removed)."""
+    probe = folder / ".wheelfarm-clone-probe"
+    probe.write_bytes(b"x")
+    try:
+        made = clone(probe, probe.with_name(probe.name + "-2"))
+        probe.with_name(probe.name + "-2").unlink(missing_ok=True)
+    finally:
+        probe.unlink()
+    return made
 
 
 def share_files(env: Path, others: list[Path]) -> int:
