@@ -486,9 +486,6 @@ def _finish(target: Target, made: _Compiled, opts: BuildOptions, steps: Steps) -
         report = _verified_static(repaired, target)
         verified_env = _import_checked(repaired, target, made, opts, log)
         _symbols_checked(repaired, verified_env, opts, log)
-        # only a verified wheel reaches the wheelhouse (where publish and the planner look)
-        opts.out_dir.mkdir(parents=True, exist_ok=True)
-        wheel = Path(shutil.move(repaired, opts.out_dir / repaired.name))
     with steps.step("record"):
         recorded = dataclasses.replace(opts, torch_index=made.index, plat=job.plat).recorded()
         timing = record.Timing(
@@ -497,7 +494,7 @@ def _finish(target: Target, made: _Compiled, opts: BuildOptions, steps: Steps) -
             ccache=made.ccache,
         )
         facts = provenance.build_record(
-            wheel,
+            repaired,  # its name, hash and size: the wheelhouse's copy is these bytes
             target,
             tc=made.tc,
             report=report,
@@ -508,8 +505,8 @@ def _finish(target: Target, made: _Compiled, opts: BuildOptions, steps: Steps) -
             options=recorded,
             timing=timing,
         )
-        path = record.path_for(wheel)
-        path.write_text(facts.to_json(), encoding="utf-8")
+        # only a verified wheel reaches the wheelhouse (where publish and the planner look)
+        wheel, path = into_wheelhouse(repaired, facts.to_json(), opts.out_dir)
     return BuildResult(wheel, path, {**made.durations, **steps.durations})
 
 
@@ -527,6 +524,29 @@ def _symbols_checked(
         fh.write(f"symbols: {len(problems)} missing against {site}\n")
     if problems:
         raise VerifyError(wheel.name, problems)
+
+
+def into_wheelhouse(wheel: Path, facts: str, out: Path) -> tuple[Path, Path]:
+    """The verified wheel and its record into `out`, each written beside its place first and
+    renamed into it: a full disk (or any write error) leaves the wheelhouse as it was, an
+    earlier build of the same wheel included, and is one BuildError naming the cause."""
+    dest = out / wheel.name
+    parts = [dest.with_name(f".{dest.name}.partial"), dest.with_name(f".{dest.name}.record")]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(wheel, parts[0])
+        parts[1].write_text(facts, encoding="utf-8")
+        parts[0].replace(dest)
+        parts[1].replace(record.path_for(dest))
+    except OSError as exc:
+        for part in parts:
+            part.unlink(missing_ok=True)
+        msg = (
+            f"cannot write {wheel.name} into the wheelhouse {str(out)!r} ({exc.strerror or exc}); "
+            f"the wheelhouse is as it was: free space there (or fix the cause) and build again"
+        )
+        raise BuildError(msg) from exc
+    return dest, record.path_for(dest)
 
 
 def _import_checked(

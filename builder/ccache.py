@@ -18,7 +18,6 @@ The wrappers themselves are each platform's `compiler_shims` (builder/platforms/
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
@@ -27,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from wheelfarm.builder.envs import links_are_safe
+from wheelfarm.builder.envs import clone
 from wheelfarm.builder.platforms import BuildPlatform, current
 from wheelfarm.builder.platforms.common import Views
 from wheelfarm.core.proc import Runner, call
@@ -121,11 +120,9 @@ def header_view(folder: Path, view: Path) -> None:
 
     GCC's #pragma once takes two headers of the same content and mtime for one file (torch has
     such twins: c10/util/python_stub.h, torch/csrc/utils/python_stub.h), so each view file has
-    SOURCE_DATE_EPOCH. A file a sealed env holds (read-only, that time already: envs.seal) is a
-    hard link, which shares its read-only inode and changes nothing of it; any other (the
-    Python's own headers, a file system without links, any file when root, whom mode bits do
-    not bind) is a copy, made read-only: no write through the view reaches the env or the
-    Python."""
+    SOURCE_DATE_EPOCH. Each view file is a clone (copy-on-write, where the file system has them)
+    or a copy, made read-only, never a hard link: its owner could chmod and write it, so no
+    write through the view reaches the env or the Python."""
     if view.exists():
         for root, _, _ in os.walk(view):
             Path(root).chmod(0o755)  # the folders of an earlier view, to remove it
@@ -137,13 +134,8 @@ def header_view(folder: Path, view: Path) -> None:
 
 
 def _view_file(src: str, dst: str) -> None:
-    info = Path(src).stat()
-    sealed = not info.st_mode & 0o222 and info.st_mtime_ns == SOURCE_DATE_EPOCH * 10**9
-    if sealed and links_are_safe():
-        with contextlib.suppress(OSError):  # no links here: a copy
-            os.link(src, dst)
-            return
-    shutil.copyfile(src, dst)
+    if not clone(Path(src), Path(dst)):  # never a hard link: a write would reach the env
+        shutil.copyfile(src, dst)
     os.utime(dst, (SOURCE_DATE_EPOCH, SOURCE_DATE_EPOCH))
     Path(dst).chmod(0o444)
 

@@ -3,13 +3,14 @@
 A torch environment (a venv with the target's exact torch) is slow to make (40 s, 5 GB), so it is
 made once per (torch, CUDA, Python) under the cache and shared. Each build or check then gets a
 fresh, thin venv that sees the shared torch through a .pth file: nothing it installs leaks back.
-Its big files are hard links to byte-identical ones of the cache's other torch environments: a
-group job's five Pythons share one copy of the nvidia-* libraries (py3-none wheels, 3 GB).
-A finished env is sealed (`seal`): every file and folder read-only, its headers at one mtime (a
-header view links them as they are), and a manifest beside it of each file's size, times and
-sha256 that each reuse checks (`check_sealed`). Read-only binds only a process that is not root:
-root (a manylinux container's build) ignores mode bits, so there envs share no inode (copies)
-and header views are copies; a write then reaches one env only, and its next reuse refuses it.
+Envs share no inode, root or not: an owner may chmod and write any file it owns, so a hard link
+would carry one build's write into another env a second build is using at that moment. Where the
+file system clones (copy-on-write: btrfs, XFS), a big file byte-identical to one of the cache's
+other torch envs becomes a clone of it (its blocks shared, its inode its own: a group job's five
+Pythons keep one copy of the nvidia-* libraries' bytes); elsewhere it stays a copy.
+A finished env is sealed (`seal`): every file and folder read-only, its headers at one mtime, and
+a manifest beside it of each file's size, times and sha256 that each reuse checks
+(`check_sealed`): a write reaches one env only, and its next reuse refuses it.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ ENV_LOCK_TIMEOUT = 1800.0  # seconds a second build waits for a torch env anothe
 # An interpreter's minor (the env's cpXY) and what tells two installs of it apart: the base
 # install it runs from and its full version.
 IDENTITY_PROGRAM = "import sys; print('%d%d' % sys.version_info[:2], sys.base_prefix, sys.version)"
-SHARED_FILE_BYTES = 1 << 20  # a file this big is worth a hard link (torch's and nvidia's libraries)
+SHARED_FILE_BYTES = 1 << 20  # a file this big is worth a clone (torch's and nvidia's libraries)
+FICLONE = 0x40049409  # Linux's ioctl: dst shares src's blocks, copy-on-write (ioctl_ficlone(2))
 WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 
@@ -78,10 +80,20 @@ class TorchEnv:
         return current().venv_python(self.path)
 
 
-def links_are_safe() -> bool:
-    """Whether a read-only inode stops this process's writes, so sealed files may be shared by
-    hard links: not for root (mode bits do not bind it); Windows' read-only attribute binds all."""
-    return not hasattr(os, "geteuid") or os.geteuid() != 0
+def clone(src: Path, dst: Path) -> bool:
+    """Make `dst` (new) a copy-on-write clone of `src`: its own inode, their blocks shared until
+    either is written. False, and no `dst`, where the file system or platform cannot."""
+    if sys.platform == "win32":
+        return False
+    import fcntl  # noqa: PLC0415 (POSIX only)
+
+    try:
+        with src.open("rb") as source, dst.open("xb") as target:
+            fcntl.ioctl(target.fileno(), FICLONE, source.fileno())
+    except OSError:
+        dst.unlink(missing_ok=True)
+        return False
+    return True
 
 
 def manifest_of(env: Path) -> Path:
@@ -160,13 +172,10 @@ def _make_torch_env(
             f"the CUDA it gave (--cuda) or another torch (--torch)"
         )
         raise ToolchainError(msg)
-    if links_are_safe():
-        done = [p for p in path.parent.iterdir() if (p / ".complete").is_file()]
-        saved = share_files(partial, done)
-        with log.open("a", encoding="utf-8") as fh:
-            fh.write(
-                f"wheelfarm: {saved / 2**30:.2f} GiB hard-linked to the cache's other torch envs\n"
-            )
+    done = [p for p in path.parent.iterdir() if (p / ".complete").is_file()]
+    saved = share_files(partial, done) if done and clones_in(partial) else 0  # ext4: no reads
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"wheelfarm: {saved / 2**30:.2f} GiB cloned from the cache's other torch envs\n")
     (partial / ".complete").write_text(json.dumps({"torch": report[0], "cuda": report[1]}))
     seal(partial, manifest_of(path))
     shutil.rmtree(path, ignore_errors=True)  # an incomplete folder an older wheelfarm left
@@ -249,33 +258,44 @@ def _remake(env: Path) -> str:
     return f"remove it (chmod -R u+w {str(env)!r}; rm -rf it) and build again to make it anew"
 
 
+def clones_in(folder: Path) -> bool:
+    """Whether the file system of `folder` makes clones (one probe file, removed)."""
+    probe = folder / ".wheelfarm-clone-probe"
+    probe.write_bytes(b"x")
+    try:
+        made = clone(probe, probe.with_name(probe.name + "-2"))
+        probe.with_name(probe.name + "-2").unlink(missing_ok=True)
+    finally:
+        probe.unlink()
+    return made
+
+
 def share_files(env: Path, others: list[Path]) -> int:
-    """Replace each big file of `env` by a hard link to a byte-identical file at the same place
-    in another finished env's site-packages; return the bytes saved. Finished envs are sealed
-    read-only (`seal`; builds and checks overlay them), so sharing an inode cannot leak a change.
-    A file system without hard links (or a full one) keeps the copy."""
+    """Replace each big file of `env` by a clone of a byte-identical file at the same place in
+    another finished env's site-packages; return the bytes whose blocks are now shared. Never a
+    hard link (see the module's docstring). A file system without clones keeps the copy."""
     have: dict[tuple[tuple[str, ...], int], list[Path]] = {}
     for other in others:
         for key, size, file in _site_files(other):
             have.setdefault((key, size), []).append(file)
     saved = 0
     for key, size, file in _site_files(env):
-        if any(_link(twin, file) for twin in have.get((key, size), [])):
+        if any(_clone_of(twin, file) for twin in have.get((key, size), [])):
             saved += size
     return saved
 
 
-def _link(twin: Path, file: Path) -> bool:
-    """Make `file` a hard link to `twin` if their bytes are the same; False if not, or if the
-    file system refuses (the copy stays)."""
-    link = file.with_name(file.name + ".wheelfarm-link")
+def _clone_of(twin: Path, file: Path) -> bool:
+    """Make `file` a clone of `twin` if their bytes are the same; False if not, or if the file
+    system cannot (the copy stays)."""
+    part = file.with_name(file.name + ".wheelfarm-clone")
     try:
-        if twin.samefile(file) or not filecmp.cmp(twin, file, shallow=False):
+        if not filecmp.cmp(twin, file, shallow=False) or not clone(twin, part):
             return False
-        os.link(twin, link)
-        link.replace(file)
+        part.chmod(stat.S_IMODE(file.stat().st_mode))
+        part.replace(file)
     except OSError:
-        link.unlink(missing_ok=True)
+        part.unlink(missing_ok=True)
         return False
     return True
 

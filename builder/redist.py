@@ -1,8 +1,8 @@
 """Install a CUDA toolkit from NVIDIA's redistributable archives, the same way on every platform.
 
-The release's manifest (redistrib_<version>.json, its sha256 pinned in toolkits.yaml where
-published) names each component's archive per platform with a sha256, so Linux and Windows get
-the same exact toolkit, every download is retried (core.http) and checked, and no distribution
+The release's manifest (redistrib_<version>.json, its sha256 pinned in toolkits.yaml) names
+each component's archive per platform with a sha256, so Linux and Windows get the same exact
+toolkit, every download is retried (core.http) and checked, and no distribution
 package manager or silent installer decides what lands. The layout matches NVIDIA's own: bin/,
 include/, lib/ (lib64 and targets/<arch>-linux point there on Linux, as nvcc.profile expects).
 """
@@ -20,9 +20,8 @@ from typing import Any
 
 from wheelfarm.core import jsonread
 from wheelfarm.core.archive import unsafe_reason
-from wheelfarm.core.digest import sha256_file
 from wheelfarm.core.errors import ToolchainError
-from wheelfarm.core.http import Deadline, download, make_session, request
+from wheelfarm.core.http import Deadline, download
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import Toolkit, ToolkitTable, load_facts
 
@@ -33,22 +32,11 @@ COMPLETE = ".wheelfarm-toolkit.json"  # written last: a toolkit folder without i
 def _manifest(
     table: ToolkitTable, tk: Toolkit, downloads: Path, deadline: Deadline | None
 ) -> dict[str, Any]:
-    """The release's manifest: checked against its pinned sha256, or (none published yet)
-    fetched over HTTPS with its digest logged so it can be pinned."""
+    """The release's manifest, checked against its sha256 pinned in toolkits.yaml (the loader
+    refuses a row without one)."""
     url = table.manifest_url(tk)
     path = downloads / url.rsplit("/", 1)[1]
-    if tk.manifest_sha256:
-        download(url, path, tk.manifest_sha256, deadline=deadline)
-    else:
-        with make_session() as session:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(request(session, "GET", url, deadline=deadline).content)
-        logger.warning(
-            "toolkits.yaml pins no manifest_sha256 for %s; %s has sha256 %s: pin it",
-            tk.tag,
-            url,
-            sha256_file(path),
-        )
+    download(url, path, tk.manifest_sha256, deadline=deadline)
     return dict(jsonread.loads(path.read_bytes(), what=str(path)))
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlparse
 
-from ghsim.fakeissues import issue_comments
+from ghsim.fakeissues import edit_comment, issue_comments
 
 CONTENT_CREATING = {"POST", "PATCH", "PUT", "DELETE"}
 SCALE = "WHEELFARM_GITHUB_TIME_SCALE"  # the client reads the same variable
@@ -256,6 +256,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                         {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset},
                     )
                     return
+            if path.startswith(f"/repos/{fake.repo}/issues/comments/"):
+                self._send(*edit_comment(fake, method, path.rsplit("/", 1)[-1], body))
+                return
             if path.startswith(f"/repos/{fake.repo}/issues/") and path.endswith("/comments"):
                 self._send(*issue_comments(fake, method, int(path.split("/")[-2]), query, body))
                 return

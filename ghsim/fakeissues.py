@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ghsim.fakegithub import FakeGitHub
 
 MAX_BODY = 65_536  # characters GitHub keeps in an issue or comment body
+INVALID = {"message": "Validation Failed", "errors": [{"field": "body"}]}
 
 
 def issue_comments(
@@ -29,7 +30,7 @@ def issue_comments(
         return 404, {"message": "Not Found"}, None
     text = json.loads(body or b"{}").get("body")
     if not isinstance(text, str) or not text or len(text) > MAX_BODY:
-        return 422, {"message": "Validation Failed", "errors": [{"field": "body"}]}, None
+        return 422, INVALID, None
     cid = fake.new_id()
     comment = {
         "id": cid,
@@ -42,3 +43,19 @@ def issue_comments(
     }
     kept.append(comment)
     return 201, comment, None
+
+
+def edit_comment(
+    fake: FakeGitHub, method: str, cid: str, body: bytes
+) -> tuple[int, Any, dict[str, str] | None]:
+    """GET or PATCH /repos/{repo}/issues/comments/{id}: one comment, its body edited in place
+    (the same checks as a new one's)."""
+    found = next((c for kept in fake.comments.values() for c in kept if str(c["id"]) == cid), None)
+    if found is None or method not in {"GET", "PATCH"}:
+        return 404, {"message": "Not Found"}, None
+    if method == "PATCH":
+        text = json.loads(body or b"{}").get("body")
+        if not isinstance(text, str) or not text or len(text) > MAX_BODY:
+            return 422, INVALID, None
+        found["body"] = text
+    return 200, found, None

@@ -15,7 +15,7 @@ from packaging.version import Version
 from wheelfarm.core.errors import ConfigError
 from wheelfarm.core.platforms import OsName
 from wheelfarm.core.root import FarmRoot
-from wheelfarm.matrix.reader import Problems, read_yaml
+from wheelfarm.matrix.reader import Document, Problems, read_yaml
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +25,7 @@ class Toolkit:
 
     tag: str
     version: Version
-    manifest_sha256: str | None
+    manifest_sha256: str  # of redistrib_<version>.json: every archive's sha256 comes from it
     gcc_toolset: int | None
     msvc_toolset: str | None
 
@@ -175,6 +175,8 @@ def read_facts(root: FarmRoot, errors: Problems) -> Facts | None:
     compat, _ = read_yaml(folder / "compat.yaml", schemas, "compat", errors)
     libraries, _ = read_yaml(folder / "libraries.yaml", schemas, "libraries", errors)
     drivers, _ = read_yaml(folder / "drivers.yaml", schemas, "drivers", errors)
+    if toolkits is not None and not _manifests_pinned(toolkits, tk_doc):
+        toolkits = None
     if toolkits is None or compat is None or libraries is None or drivers is None:
         return None
     facts = Facts(
@@ -192,6 +194,21 @@ def read_facts(root: FarmRoot, errors: Problems) -> Facts | None:
                 f"minimum_driver.'{tk.version.major}' from NVIDIA's CUDA Compatibility table",
             )
     return facts if errors.total == before else None
+
+
+def _manifests_pinned(data: dict[str, Any], doc: Document) -> bool:
+    """Whether every toolkit row pins its manifest: each archive's sha256 is read from it, so
+    an unpinned one leaves the whole toolkit resting on TLS alone."""
+    unpinned = [tag for tag, t in data["toolkits"].items() if t["manifest_sha256"] is None]
+    for tag in unpinned:
+        version = data["toolkits"][tag]["version"]
+        doc.add(
+            ["toolkits", tag, "manifest_sha256"],
+            f"{tag} pins no sha256 for NVIDIA's redistrib_{version}.json, so every archive it "
+            f"names is installed unchecked; `python scripts/pin_toolkit_manifest.py {tag} "
+            f"{version}` proposes the pin (check it against a second source)",
+        )
+    return not unpinned
 
 
 @cache

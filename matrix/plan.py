@@ -33,6 +33,7 @@ class Filters:
     torch: tuple[str, ...] = ()
     python: tuple[str, ...] = ()
     platform: tuple[str, ...] = ()
+    version: tuple[str, ...] = ()  # a wheel request's label builds the version it answered
 
     def axes(self) -> Iterable[tuple[str, tuple[str, ...]]]:
         return (
@@ -41,6 +42,7 @@ class Filters:
             ("torch", self.torch),
             ("python", self.python),
             ("platform", self.platform),
+            ("version", self.version),
         )
 
     def match(self, cell: Cell) -> bool:

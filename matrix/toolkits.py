@@ -201,7 +201,7 @@ def toolkit(root: FarmRoot, cuda: str, platform: str) -> dict[str, str]:
     return {
         "version": str(tk.version),
         "manifest": table.manifest_url(tk),
-        "manifest_sha256": tk.manifest_sha256 or "",
+        "manifest_sha256": tk.manifest_sha256,
         "redist_platform": table.redist_platforms[platform],
         "components": " ".join(table.components_for(tk)),
         ("msvc_toolset" if windows else "gcc_toolset"): str(compiler),

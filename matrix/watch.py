@@ -273,7 +273,8 @@ def _usable(
         if cuda not in toolkits:
             needs.append(
                 f"matrix/toolkits.yaml: toolkits.{cuda} needs the full CUDA {version}.x version "
-                f"(torch {seen.version} ships {cuda})"
+                f"(torch {seen.version} ships {cuda}) and its manifest_sha256: add the row, then "
+                f"`python scripts/pin_toolkit_manifest.py {cuda} {version}.N` proposes the pin"
             )
         if plats and not missing and cuda in toolkits:
             builds[cuda] = plats

@@ -37,6 +37,7 @@ MAX_DETAIL = 120  # characters of a parser's complaint shown in a message
 CELL = ("cuda", "torch", "python", "platform")  # what a wheel's `covers` must match
 INDEX_SECONDS = 120.0  # --timeout's default: reading packages.json, however slowly it comes
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_WHEEL_NAME = re.compile(r"[A-Za-z0-9_.+!]+(-[A-Za-z0-9_.+!]+){4,5}\.whl")  # PEP 427's characters
 # Each CUDA major's oldest driver (Linux, Windows), from matrix/drivers.yaml by wheelfarm.generate
 DRIVER_FLOORS = {
     "11": ("450.80.02", "452.39"),
@@ -376,6 +377,9 @@ def checked(wheel: Wheel) -> Wheel:
     hex digits; a version with the farm's label, its file name's); a HelperError naming it else."""
     name, sha, version = (str(wheel[k]) for k in ("filename", "sha256", "version"))
     fix = "the index is corrupt or not the farm's: rebuild it (wheelfarm index) or check --index"
+    if not _WHEEL_NAME.fullmatch(name):  # it is printed: no escape sequence or line of its own
+        msg = f"{name[:120]!a}: is not a wheel file name; {fix}"
+        raise HelperError(msg, UNREADABLE_INDEX)
     if not _SHA256.fullmatch(sha):
         msg = f"{name}: sha256 {sha[:80]!r} is not 64 lowercase hex digits; {fix}"
         raise HelperError(msg, UNREADABLE_INDEX)

@@ -22,11 +22,12 @@ from wheelfarm.builder.target import Target, resolve, resolve_group, select
 from wheelfarm.builder.toolchain import installed_cuda_tag
 from wheelfarm.builder.verify import member_differences, verify_static
 from wheelfarm.core.digest import sha256_file
-from wheelfarm.core.errors import PlanError, PublishError, UsageError, VerifyError
+from wheelfarm.core.errors import PlanError, UsageError, VerifyError
 from wheelfarm.core.platforms import host_platform
 from wheelfarm.core.record import BuildRecord, RecordError, path_for
-from wheelfarm.core.wheelname import build_id_from_wheel, build_id_or_none
+from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.github.actions import SAVE_MARGIN_MINUTES
+from wheelfarm.github.artifacts import record_problems
 from wheelfarm.github.assets import version_tag
 from wheelfarm.github.client import GitHubClient
 from wheelfarm.github.publish import Publisher, PublishReport, publish
@@ -198,42 +199,9 @@ def _artifact_problems(matrix: Matrix, expansion: Expansion, wheel: Path) -> lis
         return [f"{wheel.name}: not a wheel name ({exc})"]
     if build_id not in expansion.by_id:
         return [f"{wheel.name}: {build_id!r} is no planned build of this farm"]
-    record = path_for(wheel)
-    problems = _record_problems(wheel, record) if record.is_file() else []
+    problems = record_problems(wheel, build_id) if path_for(wheel).is_file() else []
     report = verify_static(wheel, expectation(resolve(matrix, expansion, build_id)))
     return problems + [f"{wheel.name}: {p}" for p in report.problems]
-
-
-def _record_problems(wheel: Path, record: Path) -> list[str]:
-    try:
-        recorded = BuildRecord.read(record, what=record.name).wheel.sha256
-    except RecordError as exc:
-        return [f"{record.name}: not a build record ({exc})"]
-    if recorded != sha256_file(wheel):
-        return [f"{wheel.name}: its bytes are not the ones its build record hashed"]
-    return []
-
-
-def check_batch(wheels: list[Path], expect: list[str]) -> None:
-    """Before anything is uploaded: every wheel here is one of the builds this batch planned,
-    with its build record beside it (its hash is checked by `check_artifacts`). A build's code
-    can write into the wheelhouse that becomes dist/, so anything else (another package's wheel,
-    another batch's) is refused, and nothing at all is uploaded."""
-    planned = set(expect)
-    refused = []
-    for wheel in wheels:
-        if build_id_or_none(wheel.name) not in planned:
-            refused.append(f"{wheel.name} (not planned)")
-        elif not path_for(wheel).is_file():
-            refused.append(f"{wheel.name} (no build record)")
-    if refused:
-        shown = ", ".join(refused[:5]) + (" ..." if len(refused) > 5 else "")  # noqa: PLR2004
-        msg = (
-            f"{len(refused)} wheel(s) here are not this batch's planned builds with their build "
-            f"records: {shown}; only the builds --expect names are published: remove the others "
-            f"from the wheelhouse. Nothing was uploaded."
-        )
-        raise PublishError(msg)
 
 
 def publish_wheels(
@@ -244,13 +212,12 @@ def publish_wheels(
     expect: list[str] | None = None,
 ) -> PublishReport:
     """Check every artifact, then publish (stopping cleanly at the client's deadline); with
-    `expect` (the shard's planned build ids) the report names those neither here nor published."""
+    `expect` (the batch's planned build ids; its artifacts' wheels were checked against them by
+    github/artifacts.py) the report names those neither here nor published."""
     unknown = [b for b in expect or () if b not in expansion.by_id]
     if unknown:
         msg = f"--expect names {len(unknown)} build(s) this farm does not plan: {unknown[:5]}"
         raise PlanError(msg)
-    if expect is not None:
-        check_batch(wheels, expect)
     check_artifacts(matrix, expansion, wheels)
     builds = [expansion.by_id[b] for b in expect or ()]
     tags = {b.id: version_tag(b.distribution, b.version) for b in builds}

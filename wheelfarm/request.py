@@ -28,6 +28,9 @@ SHAPES: dict[str, tuple[re.Pattern[str], str]] = {
     "python": (re.compile(r"3\.[0-9]{1,3}"), "a Python minor like 3.12"),
     "platform": (re.compile("|".join(map(re.escape, NAMES))), " or ".join(NAMES)),
 }
+# the answer comment ends with the cell it answered, hidden, in the form's own shape: a
+# `build-request` label builds exactly that cell, whatever the issue says by then
+ANSWERED = "<!-- wheelfarm request: the cell this answers (a build-request label builds it)"
 _HEADING = re.compile(r"^###[ \t]+(.{1,40}?)[ \t]*$", re.MULTILINE)
 MAX_BODY = 65536  # GitHub's own cap on an issue body
 
@@ -75,6 +78,25 @@ def read_form(body: str) -> Request:
         raise UsageError(msg) from None
     fields |= {"package": canonicalize_name(fields["package"]), "version": version}
     return Request(**fields)
+
+
+def answered_block(request: Request) -> str:
+    """The hidden block an answer comment ends with: the cell it answered, as a form."""
+    form = "".join(f"### {key}\n\n{getattr(request, key)}\n\n" for key in SHAPES)
+    return f"{ANSWERED}\n\n{form}-->\n"
+
+
+def read_answered(comment: str) -> Request:
+    """The cell an answer comment answered (its last hidden block); UsageError when it holds
+    none (an answer to a form that could not be read)."""
+    start = comment.rfind(ANSWERED)
+    if start < 0:
+        msg = (
+            "the request's answer names no cell (the form could not be read): edit the issue "
+            "so its answer names the cell, then add the build-request label again"
+        )
+        raise UsageError(msg)
+    return read_form(comment[start + len(ANSWERED) :].split("-->", 1)[0])
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The GitHub CLI as the Actions model's steps call it: steps.py puts a `gh` that runs this file
-first on every `run:` block's PATH. It knows the two commands request.yml runs, with gh's flags
+first on every `run:` block's PATH. It knows the commands request.yml runs, with gh's flags
 and its need for GH_TOKEN: `gh issue comment N --repo R --body-file F` posts the comment to the
-REST API at GITHUB_API_URL (the fake GitHub) as gh does; `gh workflow run W --repo R --ref REF
+REST API at GITHUB_API_URL (the fake GitHub) as gh does; `gh api PATH [--paginate]` prints each
+page's JSON, `gh api -X PATCH PATH -F key=@FILE` sends the file's text; `gh workflow run W --repo R --ref REF
 -f k=v` is written to GH_DISPATCHES, and the model, which is the Actions service here, starts
 that `workflow_dispatch` run once the step's block has run (`start_dispatches`), or fails the step as
 GitHub's 403/422 would. Runs as a script, so only the standard library is imported at the top."""
@@ -45,6 +46,46 @@ def parse(argv: list[str]) -> tuple[list[str], dict[str, str], dict[str, str]]:
     return words, flags, fields
 
 
+def _call(url: str, token: str, method: str = "GET", data: object = None) -> tuple[str, str]:
+    """(the answer's text, its Link header) of one REST request."""
+    request = urllib.request.Request(  # noqa: S310 (the URL is the runner's GITHUB_API_URL)
+        url,
+        data=None if data is None else json.dumps(data).encode(),
+        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+        method=method,
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+        return answer.read().decode(), answer.headers.get("Link", "")
+
+
+def api(argv: list[str], token: str) -> int:
+    """`gh api`: -X/--method, --paginate (follows rel="next", printing each page), -F/-f k=v
+    fields sent as a JSON object (`@FILE`: the file's text)."""
+    method, paginate, fields, words = "GET", False, {}, []
+    args = iter(argv)
+    for arg in args:
+        if arg in {"-X", "--method"}:
+            method = next(args, "GET")
+        elif arg == "--paginate":
+            paginate = True
+        elif arg in FIELDS:
+            key, _, value = next(args, "").partition("=")
+            fields[key] = Path(value[1:]).read_text(encoding="utf-8") if value[:1] == "@" else value
+        else:
+            words.append(arg)
+    url = f"{os.environ.get('GITHUB_API_URL', '')}/{words[0].lstrip('/')}" if words else ""
+    try:
+        while url:
+            text, link = _call(url, token, method, fields or None)
+            print(text)
+            nxt = [p.split(";")[0].strip(" <>") for p in link.split(",") if 'rel="next"' in p]
+            url = nxt[0] if paginate and nxt else ""
+    except urllib.error.HTTPError as error:
+        print(f"gh: HTTP {error.code}: {error.reason} ({error.url})", file=sys.stderr)
+        return 1
+    return 0
+
+
 def comment(number: str, flags: dict[str, str], token: str) -> int:
     api, repo = os.environ.get("GITHUB_API_URL", ""), flags.get("repo", "")
     if not api or not repo or not number.isdigit() or "body-file" not in flags:
@@ -72,6 +113,8 @@ def main(argv: list[str]) -> int:
         print("gh: To use GitHub CLI in a GitHub Actions workflow, set the GH_TOKEN environment "
               "variable.", file=sys.stderr)  # fmt: skip
         return 4
+    if argv[:1] == ["api"]:
+        return api(argv[1:], token)
     words, flags, fields = parse(argv)
     if words[:2] == ["issue", "comment"] and len(words) == 3:
         return comment(words[2], flags, token)

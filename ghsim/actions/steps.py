@@ -6,6 +6,7 @@ status functions, `continue-on-error` and the job's `outputs` (1 MB, UTF-16) are
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
@@ -168,6 +169,8 @@ class Steps:
         }
         for f in files.values():
             f.write_text("")
+        event = inst.workspace / "_temp" / "event.json"  # the payload, as the runner writes it
+        event.write_text(json.dumps({**inst.run.payload, "inputs": inst.run.inputs}))
         full = {
             **model.base_env,
             **env,
@@ -178,6 +181,7 @@ class Steps:
             "GITHUB_WORKSPACE": str(inst.workspace),
             "GITHUB_REPOSITORY": model.repository,
             "GITHUB_EVENT_NAME": inst.run.event,
+            "GITHUB_EVENT_PATH": str(event),
             "GITHUB_REF": inst.run.ref,
             "GITHUB_REF_NAME": inst.run.ref.rsplit("/", 1)[-1],
             "GH_DISPATCHES": str(inst.workspace / "_temp" / f"dispatches-{inst.step}"),

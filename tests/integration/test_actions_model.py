@@ -20,6 +20,8 @@ from ghsim.actions.scenario import SCALE, every_feature, first_run
 from ghsim.actions.standins import standins
 from ghsim.actions.workflow import WorkflowError
 from ghsim.fakegithub import FakeGitHub, fake_github
+from ghsim.synthetic import farm_wheel
+from wheelfarm.core.digest import sha256_file
 from wheelfarm.github.actions import MAX_OUTPUT_BYTES
 from wheelfarm.matrix.plan import Filters, make_plan
 
@@ -315,6 +317,32 @@ def test_now_publish_takes_every_wheel_or_fails(tmp_path: Path, github: FakeGitH
     assert run.conclusion == "success"
     assert _published(github) == len(farm.built) == built + 1
     assert farm.model.limits_hit == []
+
+
+def test_a_build_writing_another_builds_wheel_fails_its_publish_batch(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    """Issue 49 row 1 in the model: torch-cluster's job also writes torch-scatter's wheel with
+    other bytes and a record that holds. Each artifact downloaded on its own, publish refuses the
+    batch and no forged bytes reach a release."""
+    selection = {**ONE_PLATFORM, "package": "torch-cluster,torch-scatter", "cuda": "cu130",
+                 "torch": "2.14", "python": "3.12"}  # fmt: skip
+    farm = Farm(github, tmp_path)
+    forger, victim = (next(b for b in farm.expansion.builds if b.package == p and b.cuda == "cu130"
+                           and b.torch_minor == "2.14" and b.python == "3.12"
+                           and b.platform == "linux_x86_64")
+                      for p in ("torch-cluster", "torch-scatter"))  # fmt: skip
+    farm.faults.forge = {forger.id: victim.id}
+    run = farm.model.dispatch("farm.yml", selection)
+    farm.model.run_until_idle()
+    assert run.conclusion == "failure"
+    assert victim.id in farm.built and _published(github) < len(farm.built)
+    forged = tmp_path / "forged"
+    forged.mkdir()
+    digest = sha256_file(farm_wheel(farm.matrix, victim, forged, payload=64,
+                                    expansion=farm.expansion))  # fmt: skip
+    assets = [a for r in github.releases for a in r["assets"]]
+    assert all(a.get("digest") != f"sha256:{digest}" for a in assets)
 
 
 def test_before_split_caches_expired_before_their_link_started(

@@ -22,6 +22,7 @@ from tests.workflows import WORKFLOWS
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.matrix.expand import Build, Cell, expand
 from wheelfarm.matrix.load import load_matrix
+from wheelfarm.request import ANSWERED
 
 pytestmark = pytest.mark.integration
 WORKFLOW = "request.yml"
@@ -88,8 +89,15 @@ def event(model: Model, action: str, body: str, label: str | None = None) -> lis
     return runs
 
 
+MARK = "<!-- wheelfarm request answer -->\n"
+
+
 def comments(github: FakeGitHub) -> list[str]:
-    return [c["body"] for c in github.comments.get(ISSUE, [])]
+    """The answers on the issue as a maintainer reads them: each marked as the farm's on its
+    first line, the cell it answered hidden at its end."""
+    kept = github.comments.get(ISSUE, [])
+    assert all(c["body"].startswith(MARK) for c in kept)
+    return [c["body"].removeprefix(MARK).split(ANSWERED, 1)[0].rstrip() for c in kept]
 
 
 def farm_runs(model: Model) -> list[Run]:
@@ -133,12 +141,62 @@ def test_the_build_request_label_dispatches_farm_for_exactly_that_cell(
     model: Model, github: FakeGitHub
 ) -> None:
     cell = PLANNED.covers[0]
+    event(model, "opened", form(cell))
     (run,) = event(model, "labeled", form(cell), "build-request")
-    assert run.conclusion == "success" and comments(github) == []
+    assert run.conclusion == "success" and len(comments(github)) == 1
     (farm,) = farm_runs(model)
     assert (farm.event, farm.ref) == ("workflow_dispatch", "refs/heads/main")
-    assert farm.inputs == {"package": cell.package, "cuda": cell.cuda, "torch": cell.torch,
-                           "python": cell.python, "platform": cell.platform}  # fmt: skip
+    assert farm.inputs == {"package": cell.package, "version": cell.version, "cuda": cell.cuda,
+                           "torch": cell.torch, "python": cell.python,
+                           "platform": cell.platform}  # fmt: skip
+
+
+def test_the_label_builds_the_answered_cell_not_an_edit_made_just_before_it(
+    model: Model, github: FakeGitHub
+) -> None:
+    """Issue 49 row 5: the label's event carries the body as edited just before it (another
+    cell); what is built is the cell the answer the maintainer read names, version included."""
+    answered, edited = PLANNED.covers[0], PUBLISHED.covers[0]
+    event(model, "opened", form(answered))
+    event(model, "labeled", form(edited), "build-request")
+    (farm,) = farm_runs(model)
+    assert (farm.inputs["package"], farm.inputs["version"]) == (answered.package, answered.version)
+    assert farm.inputs["python"] == answered.python
+
+
+def test_a_label_before_any_answer_dispatches_nothing(model: Model, github: FakeGitHub) -> None:
+    (run,) = event(model, "labeled", form(PLANNED.covers[0]), "build-request")
+    assert run.conclusion == "failure" and farm_runs(model) == []
+    assert "the request's answer names no cell" in "".join(model.logs.values())
+
+
+def test_each_edit_edits_the_one_answer_and_no_one_elses(model: Model, github: FakeGitHub) -> None:
+    """Issue 49 row 4: an edit answers by editing the farm's one comment; a comment someone
+    else wrote starting with the same mark is left alone."""
+    github.comments[ISSUE] = [{"id": 1, "body": MARK + "not the farm's",
+                               "user": {"login": "mallory", "type": "User"}}]  # fmt: skip
+    event(model, "opened", form(PLANNED.covers[0]))
+    event(model, "edited", form(PUBLISHED.covers[0]))
+    event(model, "edited", form(PUBLISHED.covers[0]))
+    theirs, ours = github.comments[ISSUE]
+    assert theirs["body"] == MARK + "not the farm's"
+    assert ours["user"]["login"] == "github-actions[bot]"
+    assert ours["body"].removeprefix(MARK).startswith("Published in release")
+
+
+def test_a_body_past_linuxs_128_kib_for_one_variable_is_answered(
+    model: Model, github: FakeGitHub
+) -> None:
+    """Issue 49 row 3: 65,536 characters of four bytes each (about 256 KiB) reached bash as
+    one environment variable: `Argument list too long`, no answer. Read from the event file
+    it is answered."""
+    head = form(PLANNED.covers[0]) + "### Anything else\n\n"
+    body = head + "\U0001f600" * (65_536 - len(head))
+    assert len(body.encode()) > 128 * 1024
+    (run,) = event(model, "opened", body)
+    assert run.conclusion == "success", "".join(model.logs.values())[-2000:]
+    (text,) = comments(github)
+    assert re.match(r"Planned, tier \d+, queued", text)
 
 
 def test_another_label_does_nothing(model: Model, github: FakeGitHub) -> None:
@@ -148,6 +206,7 @@ def test_another_label_does_nothing(model: Model, github: FakeGitHub) -> None:
 
 
 def test_a_published_request_dispatches_nothing(model: Model) -> None:
+    event(model, "opened", form(PUBLISHED.covers[0]))
     (run,) = event(model, "labeled", form(PUBLISHED.covers[0]), "build-request")
     assert run.conclusion == "success" and farm_runs(model) == []
 
@@ -178,15 +237,16 @@ def test_hostile_issue_text_is_data_and_gets_a_clean_answer(
     assert not list(tmp_path.rglob("PWNED"))
 
 
-def test_the_issue_text_reaches_steps_only_through_env() -> None:
-    """No `${{ }}` in any `run:`, the issue's fields only in `env:` values (the model runs the
-    blocks as they are; this reads that they stay so)."""
+def test_the_issue_text_reaches_steps_only_through_the_event_file() -> None:
+    """No `${{ }}` in any `run:`, no issue text in any `env:` value (the number only): the body
+    is read from $GITHUB_EVENT_PATH (the model runs the blocks as they are; this reads that
+    they stay so)."""
     data = yaml.safe_load((WORKFLOWS / WORKFLOW).read_text())
     for job in data["jobs"].values():
         for step in job["steps"]:
             assert "${{" not in step.get("run", "")
             for value in step.get("env", {}).values():
-                assert "github.event.issue" not in str(value) or str(value).startswith(
-                    "${{ github.event.issue."
+                assert "github.event.issue" not in str(value) or str(value) == (
+                    "${{ github.event.issue.number }}"
                 )
     assert data["permissions"] == {} and "actions" not in data["jobs"]["answer"]["permissions"]

@@ -164,6 +164,7 @@ def test_a_new_minor_on_some_platforms_with_a_new_cuda(farm: Path, tmp_path: Pat
     assert code == 10  # ConfigError: a person must add the new CUDA's arch lists and toolkit
     assert "policy.'14.0' needs arch lists for linux_x86_64" in err
     assert "toolkits.cu140 needs the full CUDA 14.0.x version" in err
+    assert "`python scripts/pin_toolkit_manifest.py cu140 14.0.N` proposes the pin" in err
     new = releases(farm)["2.16"]
     assert new["python"] == ["3.11", "3.14"]
     assert new["builds"] == {

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
+import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from wheelfarm.builder.build import BuildOptions, compile_env, find_python
 from wheelfarm.builder.target import Target, resolve
 from wheelfarm.cli import main
 from wheelfarm.core import record
-from wheelfarm.core.errors import PlanError, ToolchainError, VerifyError
+from wheelfarm.core.errors import BuildError, PlanError, ToolchainError, VerifyError
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 
@@ -320,3 +322,38 @@ def test_local_without_package_finds_a_per_cuda_distribution(
     code = main(["verify", str(wheel), "--local", *flags, "--root", str(REPO.path)])
     assert code == 0, capsys.readouterr().err
     assert [t.build.package for t in verified] == ["spconv"]
+
+
+@pytest.mark.parametrize("fails", ["copyfile", "write_text"])
+def test_a_full_disk_leaves_the_wheelhouse_as_it_was_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
+) -> None:
+    """Issue 49 "also try": the wheel was moved over an earlier build's copy in place, so a
+    full disk left a cut wheel beside the old record. Now both are written beside their places
+    and renamed in; a full disk (ENOSPC, as the file system says it) changes nothing."""
+    out = tmp_path / "wheelhouse"
+    out.mkdir()
+    old = out / "demo-1.0+cu130torch2.14-cp312-cp312-linux_x86_64.whl"
+    old.write_bytes(b"old wheel")
+    record.path_for(old).write_text("old record")
+    new = tmp_path / "work" / old.name
+    new.parent.mkdir()
+    new.write_bytes(b"new wheel " * 1000)
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(args[-1]))
+
+    monkeypatch.setattr(shutil if fails == "copyfile" else Path, fails, full)
+    with pytest.raises(BuildError) as caught:
+        build.into_wheelhouse(new, '{"new": "record"}', out)
+    line = str(caught.value)
+    assert "\n" not in line and "No space left on device" in line
+    assert line.endswith(
+        "the wheelhouse is as it was: free space there (or fix the cause) and build again"
+    )
+    assert sorted(p.name for p in out.iterdir()) == sorted([old.name, record.path_for(old).name])
+    assert old.read_bytes() == b"old wheel" and record.path_for(old).read_text() == "old record"
+    monkeypatch.undo()
+    wheel, made = build.into_wheelhouse(new, '{"new": "record"}', out)
+    assert wheel.read_bytes() == new.read_bytes() and made.read_text() == '{"new": "record"}'
+    assert sorted(p.name for p in out.iterdir()) == sorted([old.name, made.name])

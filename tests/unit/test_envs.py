@@ -89,7 +89,15 @@ def _rewrite(file: Path) -> None:
     os.utime(file, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
-def test_identical_big_files_become_links_and_different_ones_stay(tmp_path: Path) -> None:
+def _fake_clone(src: Path, dst: Path) -> bool:
+    """A stand-in for FICLONE, which this machine's ext4 lacks: a copy, its own inode."""
+    dst.write_bytes(src.read_bytes())
+    return True
+
+
+def test_identical_big_files_become_clones_and_different_ones_stay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lib, other = b"a" * (2 * MIB), b"b" * (2 * MIB)
     first = _env(tmp_path / "cp311", "python3.11",
                  {"nvidia/cublas/lib/libcublas.so": lib, "torch/lib/libtorch.so": lib,
@@ -97,61 +105,60 @@ def test_identical_big_files_become_links_and_different_ones_stay(tmp_path: Path
     new = _env(tmp_path / "cp312", "python3.12",
                {"nvidia/cublas/lib/libcublas.so": lib, "torch/lib/libtorch.so": other,
                 "torch/version.py": b"v", "nvidia/only-here.so": lib})  # fmt: skip
+    cloned: list[str] = []
+    monkeypatch.setattr(envs, "clone", lambda s, d: cloned.append(d.name) or _fake_clone(s, d))
     assert envs.share_files(new, [first]) == 2 * MIB
+    assert cloned == ["libcublas.so.wheelfarm-clone"]  # same bytes at the same place only
     site, old_site = new / "lib/python3.12/site-packages", first / "lib/python3.11/site-packages"
     cublas = site / "nvidia/cublas/lib/libcublas.so"
-    assert cublas.stat().st_ino == (old_site / "nvidia/cublas/lib/libcublas.so").stat().st_ino
+    assert cublas.stat().st_ino != (old_site / "nvidia/cublas/lib/libcublas.so").stat().st_ino
     assert cublas.read_bytes() == lib
     assert (site / "torch/lib/libtorch.so").read_bytes() == other  # same size, other bytes
-    assert (site / "torch/lib/libtorch.so").stat().st_nlink == 1
-    assert (site / "torch/version.py").stat().st_nlink == 1  # too small to be worth it
-    assert (site / "nvidia/only-here.so").stat().st_nlink == 1  # same bytes, another place
-    assert not list(site.rglob("*.wheelfarm-link"))
-    assert envs.share_files(new, [first]) == 0  # already one inode
+    assert all(f.stat().st_nlink == 1 for f in site.rglob("*") if f.is_file())
+    assert not list(site.rglob("*.wheelfarm-clone"))
 
 
-def test_a_file_system_without_hard_links_keeps_the_copy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_file_system_without_clones_keeps_the_copy(tmp_path: Path) -> None:
+    """This machine's file system (ext4) has no clones: the real ioctl is refused, the copy
+    stays, no part file is left."""
     lib = b"c" * (2 * MIB)
     first = _env(tmp_path / "a", "python3.11", {"nvidia/lib.so": lib})
     new = _env(tmp_path / "b", "python3.11", {"nvidia/lib.so": lib})
-
-    def refuse(src: object, dst: object) -> None:
-        raise OSError(1, "Operation not permitted")
-
-    monkeypatch.setattr(os, "link", refuse)
-    assert envs.share_files(new, [first]) == 0
-    assert (new / "lib/python3.11/site-packages/nvidia/lib.so").read_bytes() == lib
-    assert not list(new.rglob("*.wheelfarm-link"))
+    twin, file = (e / "lib/python3.11/site-packages/nvidia/lib.so" for e in (first, new))
+    saved = envs.share_files(new, [first])
+    assert saved == (2 * MIB if envs.clones_in(tmp_path) else 0)  # btrfs, XFS clone
+    assert file.read_bytes() == lib and file.stat().st_ino != twin.stat().st_ino
+    assert not list(new.rglob("*.wheelfarm-clone"))
 
 
-@pytest.mark.parametrize("safe", [True, False])
-def test_envs_are_sealed_and_share_inodes_only_where_read_only_binds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, safe: bool
+@pytest.mark.parametrize("euid", [0, 1000])
+def test_envs_are_sealed_and_share_no_inode_root_or_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, euid: int
 ) -> None:
-    monkeypatch.setattr(envs, "links_are_safe", lambda: safe)
+    """Issue 49 row 6: a build not root (euid 1000) may chmod a file it owns in an env and
+    write it: a hard link carried that write into the linked env while another build used it.
+    No env shares an inode with another, whoever runs; a write reaches its own env only."""
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
     first, second = _made(tmp_path, "2.15.0"), _made(tmp_path, "2.15.1")
-    libs = [e.path / SITE / "torch/lib/libtorch_cuda.so" for e in (first, second)]
-    assert (libs[0].stat().st_ino == libs[1].stat().st_ino) is safe  # root: copies
+    inodes = [{f.stat().st_ino for f in e.path.rglob("*") if f.is_file()} for e in (first, second)]
+    assert not inodes[0] & inodes[1]
     for env in (first, second):
         for path in [env.path, *env.path.rglob("*")]:
             assert not path.lstat().st_mode & 0o222, path  # files and folders read-only
         header = env.path / SITE / "torch/include/ATen/ATen.h"
         assert header.stat().st_mtime == SOURCE_DATE_EPOCH
         assert envs.manifest_of(env.path).is_file()
-    if os.geteuid() != 0:  # mode bits bind this process: the write itself is refused
-        with pytest.raises(PermissionError):
-            libs[1].open("r+b")
-    _made(tmp_path, "2.15.0")  # an untouched env is reused
+    lib = second.path / SITE / "torch/lib/libtorch_cuda.so"
+    lib.chmod(0o644)  # its owner may, root or not
+    with lib.open("r+b") as fh:
+        fh.write(b"evil")
+    assert (first.path / SITE / "torch/lib/libtorch_cuda.so").read_bytes() == b"t" * (2 * MIB)
+    _made(tmp_path, "2.15.0")  # the other env is untouched and reused
 
 
-def test_a_write_into_a_reused_env_is_refused_naming_the_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """As root (mode bits do not bind it) an in-place write succeeds, even with the mtime put
-    back; the env shares no inode then, and its next reuse refuses it by its ctime and hash."""
-    monkeypatch.setattr(envs, "links_are_safe", lambda: False)
+def test_a_write_into_a_reused_env_is_refused_naming_the_file(tmp_path: Path) -> None:
+    """An in-place write by the env's owner (a chmod first, the mtime put back) reaches that
+    env only; its next reuse refuses it by its ctime and hash."""
     first, second = _made(tmp_path, "2.15.0"), _made(tmp_path, "2.15.1")
     lib = second.path / SITE / "torch/lib/libtorch_cuda.so"
     before = lib.stat()
@@ -201,25 +208,22 @@ def test_the_fast_path_hashes_nothing_and_a_moved_ctime_is_hashed_once(
     assert len(hashed) == 1  # the next reuse: stats only
 
 
-@pytest.mark.parametrize("safe", [True, False])
 def test_a_header_view_never_writes_the_env_and_cannot_be_written_through(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, safe: bool
+    tmp_path: Path,
 ) -> None:
     env = _sealed(tmp_path)
-    monkeypatch.setattr(ccache, "links_are_safe", lambda: safe)
     header = env / SITE / "torch/include/a.h"
     before = header.stat()
     view = tmp_path / "work" / ccache.TORCH_VIEW
     ccache.header_view(env / SITE / "torch/include", view)
     ccache.header_view(env / SITE / "torch/include", view)  # a second build replaces it
     seen = (view / "a.h").stat()
-    assert (seen.st_ino == before.st_ino) is safe
+    assert seen.st_ino != before.st_ino  # a clone or a copy, never a link
     assert not seen.st_mode & 0o222 and seen.st_mtime == SOURCE_DATE_EPOCH
     assert header.stat().st_mtime_ns == before.st_mtime_ns
     assert not header.stat().st_mode & 0o222
-    if not safe:  # a copy: even root's write stays in the view
-        (view / "a.h").chmod(0o644)
-        (view / "a.h").write_text("// evil\n")
+    (view / "a.h").chmod(0o644)  # the build owns its view: the write stays in it
+    (view / "a.h").write_text("// evil\n")
     assert header.read_text() == "// a\n"
     envs.check_sealed(env, envs.manifest_of(env))  # the env is as it was made
 

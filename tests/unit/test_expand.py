@@ -51,19 +51,19 @@ def test_via_none_builds_with_no_archs_at_one_unit_of_minutes(
     ("line", "problem"),
     [
         (
-            '  cu121: {version: "12.1.1", manifest_sha256: null, gcc_toolset: 13, msvc_toolset: "14.29"}',
+            '  cu121: {version: "12.1.1", manifest_sha256: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", gcc_toolset: 13, msvc_toolset: "14.29"}',
             "cu121 gcc_toolset 13: CUDA 12.1 accepts gcc <= 12 (compat.yaml); use gcc-toolset-12",
         ),
         (
-            '  cu118: {version: "11.8.0", manifest_sha256: null, gcc_toolset: 11, msvc_toolset: "14.44"}',
+            '  cu118: {version: "11.8.0", manifest_sha256: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", gcc_toolset: 11, msvc_toolset: "14.44"}',
             "cu118 msvc_toolset '14.44' is MSVC 19.44; CUDA 11.8 accepts MSVC 19.10-19.39",
         ),
         (
-            '  cu126: {version: "12.6.3", manifest_sha256: null, gcc_toolset: 13, msvc_toolset: "14.38"}',
+            '  cu126: {version: "12.6.3", manifest_sha256: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", gcc_toolset: 13, msvc_toolset: "14.38"}',
             "cu126 msvc_toolset '14.38' is not on windows-2022 (has 14.44, 14.29",
         ),
         (
-            '  cu130: {version: "13.1.0", manifest_sha256: null, gcc_toolset: 14, msvc_toolset: "14.44"}',
+            '  cu130: {version: "13.1.0", manifest_sha256: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", gcc_toolset: 14, msvc_toolset: "14.44"}',
             "cuda has no host-compiler facts for 13.1 (toolkits.yaml cu130)",
         ),
     ],

@@ -6,23 +6,19 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from ghsim.synthetic import farm_wheel
 from tests.roots import REPO
 from wheelfarm import farm
-from wheelfarm.core.errors import PlanError, PublishError, UsageError, VerifyError
+from wheelfarm.core.errors import PlanError, UsageError, VerifyError
 from wheelfarm.core.record import path_for
+from wheelfarm.farm import job_deadline
+from wheelfarm.github.actions import SAVE_MARGIN_MINUTES
 from wheelfarm.matrix.expand import Build, Expansion, expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
-
-if TYPE_CHECKING:
-    from wheelfarm.github.client import GitHubClient
-from wheelfarm.farm import job_deadline
-from wheelfarm.github.actions import SAVE_MARGIN_MINUTES
 
 
 @pytest.fixture(scope="module")
@@ -58,30 +54,6 @@ def test_failed_artifacts_are_counted_and_nothing_published(
     assert problems[0] == f"  - {changed.name}: its bytes are not the ones its build record hashed"
     assert problems[1].startswith("  - notes.whl: not a wheel name")
     farm.check_artifacts(*grid, [good])  # the good one alone passes
-
-
-def test_publish_uploads_only_the_batch_it_planned(
-    grid: tuple[Matrix, Expansion], tmp_path: Path
-) -> None:
-    """A build's code writes the wheelhouse that becomes dist/: a forged wheel of another
-    package (with a record that holds), another batch's wheel or a wheel without its record
-    refuses the run in one line before any GitHub call (the client here has no methods)."""
-    matrix, expansion = grid
-    planned, other_batch = _demo(grid, tmp_path, 0), _demo(grid, tmp_path, 1)
-    scatter = next(b for b in expansion.builds if b.package == "torch-scatter")
-    forged = farm_wheel(matrix, scatter, tmp_path, expansion=expansion)
-    farm.check_artifacts(*grid, [planned, other_batch, forged])  # each a planned build of the farm
-    expect = [farm.build_id_from_wheel(planned.name)]
-    nothing = cast("GitHubClient", object())
-    with pytest.raises(PublishError) as caught:
-        farm.publish_wheels(*grid, [planned, other_batch, forged], nothing, expect)
-    assert "\n" not in str(caught.value)
-    assert f"{other_batch.name} (not planned)" in str(caught.value)
-    assert f"{forged.name} (not planned)" in str(caught.value)
-    assert str(caught.value).startswith("2 wheel(s) here are not this batch's planned builds")
-    path_for(planned).unlink()
-    with pytest.raises(PublishError, match=re.escape(f"{planned.name} (no build record)")):
-        farm.publish_wheels(*grid, [planned], nothing, expect)
 
 
 def test_a_record_of_another_wheel_or_of_no_shape_is_a_usage_error(

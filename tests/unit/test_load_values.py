@@ -231,6 +231,7 @@ def test_a_deep_packages_json_is_one_line_for_the_site_and_the_planner(tmp_path:
 def test_a_deep_build_record_is_one_line_for_index_publish_and_rebuild(tmp_path: Path) -> None:
     from wheelfarm import farm
     from wheelfarm.core.errors import SiteError, UsageError
+    from wheelfarm.github.artifacts import record_problems
 
     house, out = _house_hostile_data(tmp_path), tmp_path / "site"
     record = house / f"{GOOD.replace('cp312-cp312', 'cp310-cp310')}.build.json"
@@ -239,7 +240,7 @@ def test_a_deep_build_record_is_one_line_for_index_publish_and_rebuild(tmp_path:
         _index(house, out)
     assert "rebuild the wheel or delete the record" in str(caught.value)
     wheel = house / record.name.removesuffix(".build.json")
-    (problem,) = farm._record_problems(wheel, record)
+    (problem,) = record_problems(wheel, farm.build_id_from_wheel(wheel.name))
     assert "JSON nested 100000 deep" in problem
     with pytest.raises(UsageError, match="JSON nested 100000 deep"):
         farm._read_record(wheel, record)

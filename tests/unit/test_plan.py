@@ -116,6 +116,7 @@ def test_an_output_past_64_kb_is_refused_in_the_plan_job() -> None:
             Filters(package=("wheelfarm-demo",), cuda=("cu126",)),
             "the filters together select no build",
         ),
+        (Filters(version=("9.9.9",)), "--version '9.9.9' matches nothing"),
     ],
 )
 def test_filter_matching_nothing_is_an_error(filters: Filters, message: str) -> None:
@@ -222,7 +223,7 @@ def test_a_cuda_no_runner_compiler_accepts_is_not_planned_and_explained(
 ) -> None:
     root = _root(
         matrix_dir,
-        toolkit_line='  cu118: {version: "11.8.0", manifest_sha256: null, gcc_toolset: 11, '
+        toolkit_line='  cu118: {version: "11.8.0", manifest_sha256: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", gcc_toolset: 11, '
         "msvc_toolset: null}",
     )
     matrix = load_matrix(root)
@@ -359,3 +360,14 @@ def test_the_minors_of_a_major_are_one_compile_and_a_relabel_each(
     (left,) = held.groups
     assert [b.cuda for b in left.builds] == ["cu130"] and left.variant_minutes == 0
     assert [b.id for b in held.present] == ["pkg-1.0.0-cu132torch2.14-cp312-linux_x86_64"]
+
+
+def test_a_version_filter_plans_that_version_alone() -> None:
+    """Issue 49 row 5: a wheel request's label dispatches one version, not every planned one."""
+    m = load_matrix(REPO)
+    expansion = expand(m)
+    versions = Counter(b.version for b in expansion.builds if b.package == "xformers")
+    assert len(versions) > 1  # else this would not tell
+    one = min(versions)
+    plan = make_plan(m, expansion, filters=Filters(package=("xformers",), version=(one,)))
+    assert {b.version for b in plan.todo} == {one}

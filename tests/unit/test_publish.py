@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
-from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from ghsim.synthetic import sample_record
-from tests.unit.helpers.github import attempt
-from wheelfarm.core.errors import PublishError, UsageError
+from wheelfarm.core.errors import PublishError
 from wheelfarm.core.record import Timing, path_for
 from wheelfarm.github import publish, releases
-from wheelfarm.github.publish import PublishReport, asset_sha256, expected_build_ids
+from wheelfarm.github.publish import PublishReport, asset_sha256
 
 
 @pytest.mark.parametrize(
@@ -27,46 +22,7 @@ def test_only_a_hex_sha256_digest_is_a_hash(digest: object, sha: str | None) -> 
     assert asset_sha256({"digest": digest}) == sha
 
 
-# --- publish: the shard file and the exit reason -------------------------------------------------
-@settings(max_examples=100, deadline=None)
-@given(
-    st.recursive(
-        st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-        lambda inner: (
-            st.lists(inner, max_size=3)
-            | st.dictionaries(st.sampled_from(["name", "include", "id", "x"]), inner, max_size=3)
-        ),
-        max_leaves=12,
-    )
-)
-def test_any_expect_file_is_a_shard_or_a_usage_error(
-    tmp_path_factory: pytest.TempPathFactory, doc: Any
-) -> None:
-    path = tmp_path_factory.mktemp("expect") / "shard.json"
-    path.write_text(json.dumps(doc))
-    ids, error = attempt(lambda: expected_build_ids(path))
-    assert error is None or ("--expect" in error and "\n" not in error)
-    assert all(isinstance(i, str) and i for i in ids or ())
-
-
-def test_an_expect_file_nested_too_deep_is_a_usage_error(tmp_path: Path) -> None:
-    path = tmp_path / "deep.json"
-    path.write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(UsageError, match="nested 100000 deep"):
-        expected_build_ids(path)
-
-
-def test_the_shard_the_plan_writes_reads_back(tmp_path: Path) -> None:
-    shard = {
-        "name": "linux_x86_64-1",
-        "include": [{"id": "a", "cuda": "cu130"}, {"id": "b"}],
-        "compile": [],
-    }
-    path = tmp_path / "shard.json"
-    path.write_text(json.dumps(shard))
-    assert expected_build_ids(path) == ["a", "b"]
-
-
+# --- publish: the exit reason ------------------------------------------------------------------
 def test_a_report_with_wheels_left_or_missing_fails_naming_counts() -> None:
     assert PublishReport(uploaded=["a"]).failure(1) is None
     left = PublishReport(left=["x.whl", "y.whl"], stopped="rate limit").failure(5)

@@ -14,7 +14,15 @@ from wheelfarm.core.errors import UsageError
 from wheelfarm.matrix.expand import Cell, expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.plan import make_plan
-from wheelfarm.request import SHAPES, Request, answer, read_form
+from wheelfarm.request import (
+    ANSWERED,
+    SHAPES,
+    Request,
+    answer,
+    answered_block,
+    read_answered,
+    read_form,
+)
 
 LABELS = {"package": "Package", "version": "Version", "torch": "torch", "cuda": "CUDA",
           "python": "Python", "platform": "Platform"}  # fmt: skip
@@ -120,9 +128,55 @@ def test_the_command_answers_and_writes_the_selection(
     assert main(args) == 0
     assert capsys.readouterr().out.startswith("Planned, tier 3, queued (")
     lines = out.read_text(encoding="utf-8").splitlines()
-    assert lines == ["planned=true", f"package={CELL.package}", f"cuda={CELL.cuda}",
+    assert lines == ["planned=true", f"package={CELL.package}", f"version={CELL.version}",
+                     f"cuda={CELL.cuda}",
                      f"torch={CELL.torch}", f"python={CELL.python}", f"platform={CELL.platform}"]  # fmt: skip
 
 
 def test_request_is_a_dataclass_of_the_six_answers() -> None:
     assert set(Request.__dataclass_fields__) == set(SHAPES) == set(LABELS)
+
+
+def test_the_answer_comment_reads_back_the_cell_it_answered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49 row 5: `--comment` ends the answer with the cell, hidden; `--answered` builds
+    that cell whatever the issue says by then (its form is not read)."""
+    body = tmp_path / "body.md"
+    body.write_text(form_of(CELL), encoding="utf-8")
+    root = ["request", "--root", str(REPO.path)]
+    assert main([*root, "--body-file", str(body), "--comment"]) == 0
+    comment = capsys.readouterr().out
+    assert comment.startswith("Planned, tier 3, queued (") and comment.count(ANSWERED) == 1
+    assert comment.endswith("-->\n") and "\n### package\n" in comment.split(ANSWERED)[1]
+    saved = tmp_path / "answer.md"
+    saved.write_text("<!-- wheelfarm request answer -->\n" + comment, encoding="utf-8")
+    assert main([*root, "--body-file", str(saved), "--answered"]) == 0
+    assert capsys.readouterr().out.startswith("Planned, tier 3, queued (")
+    assert read_answered(comment) == read_form(form_of(CELL))
+
+
+def test_an_answer_without_a_cell_is_refused_naming_the_fix() -> None:
+    with pytest.raises(UsageError, match=r"names no cell .* add the build-request label again"):
+        read_answered("wheelfarm request: error: the request's package is missing")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300), st.text(max_size=300))
+def test_any_answer_comment_reads_into_a_shaped_cell_or_one_usage_error(
+    before: str, inside: str
+) -> None:
+    """The comment is read back as hostile text too: only the shapes the plan uses leave it."""
+    try:
+        request = read_answered(f"{before}{ANSWERED}\n{inside}-->")
+    except UsageError as exc:
+        error = str(exc)
+    else:
+        error = ""
+        assert all(shape.fullmatch(getattr(request, k)) for k, (shape, _) in SHAPES.items())
+    assert not error or (error.startswith("the request's ") and "\n" not in error)
+
+
+def test_a_cell_survives_its_block() -> None:
+    request = read_form(form_of(CELL))
+    assert read_answered("Planned.\n\n" + answered_block(request)) == request

@@ -317,3 +317,25 @@ def test_install_helper_reads_an_index_or_says_why_not(
         assert wheels.code == helper.UNREADABLE_INDEX
     else:  # whatever read_index lets through, choose can read
         _outcome(lambda: helper.choose(wheels, "demo", None, machine))
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["install", "hash", "url"])
+@pytest.mark.parametrize(
+    "filename",
+    [
+        "demo-1.0+cu130torch2.14-cp312-cp312-linux_x86_64\x1b[2K\rok.whl",
+        "demo-1.0+cu130torch2.14-cp312-cp312-linux\n# verified by the farm.whl",
+        "demo-1.0+cu130torch2.14-cp312-cp312-$(touch PWNED);x.whl",
+    ],
+    ids=["escape", "newline", "shell"],
+)
+def test_a_file_name_that_is_no_wheel_name_is_refused_unprinted(
+    filename: str, mode: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Issue 49 "also try": a hostile packages.json's file name reached the terminal as it was
+    (an escape sequence or a forged line); only a wheel name's characters pass."""
+    args = machine(tmp_path, monkeypatch, [entry(filename=filename, **SM90)], GPU)
+    code, out, err = run(helper, capsys, "demo", *args, *mode)
+    assert (code, out) == (helper.UNREADABLE_INDEX, "")
+    assert err.count("\n") == 1 and "\x1b" not in err
+    assert "is not a wheel file name; the index is corrupt or not the farm's" in err

@@ -89,6 +89,7 @@ FILTER_AXES = (
     ("torch", "2.14"),
     ("python", "3.12"),
     ("platform", "linux_x86_64"),
+    ("version", "2.8.3"),
 )
 
 
@@ -111,6 +112,7 @@ def filters(args: argparse.Namespace) -> Filters:
         torch=split_list(args.torch),
         python=split_list(args.python),
         platform=split_list(args.platform),
+        version=split_list(args.version),
     )
 
 

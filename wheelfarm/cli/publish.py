@@ -35,9 +35,11 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
         "--expect",
         type=Path,
         metavar="FILE",
-        help="the batch the plan made (JSON with `name` and `include`): exit 8, uploading "
-        "nothing, when a wheel here is not one of its builds with its build record; exit 8 "
-        "naming every planned build that has no wheel here and is not published yet",
+        help="the batch the plan made (`wheelfarm shard --batch N --expect FILE`); WHEELHOUSE "
+        "then holds one folder per build artifact (download-artifact without merge-multiple): "
+        "exit 8, uploading nothing, when a wheel is not a build of the group its artifact is "
+        "named for with that build's record; exit 8 naming every planned build that has no "
+        "wheel here and is not published yet",
     )
     p.add_argument(
         "--verify-only",
@@ -48,19 +50,18 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from wheelfarm.farm import check_artifacts, check_batch, publish_wheels
-    from wheelfarm.github.publish import expected_build_ids
+    from wheelfarm.farm import check_artifacts, publish_wheels
+    from wheelfarm.github.artifacts import artifact_wheels, read_batch
 
     folder = common.existing_path(args.wheelhouse, "wheelhouse", folder=True)
-    wheels = sorted(folder.glob("*.whl"))
+    batch = None if args.expect is None else read_batch(args.expect)
+    wheels = sorted(folder.glob("*.whl")) if batch is None else artifact_wheels(folder, batch)
     if not wheels:
         msg = f"no wheels in {str(folder)!r}: nothing to publish"
         raise UsageError(msg)
     matrix, expansion = common.grid(args)
-    expect = None if args.expect is None else expected_build_ids(args.expect)
+    expect = None if batch is None else batch.build_ids
     if args.verify_only:
-        if expect is not None:
-            check_batch(wheels, expect)
         check_artifacts(matrix, expansion, wheels)
         print(f"ok: {len(wheels)} artifacts are planned builds and pass verify")
         return 0

@@ -19,6 +19,18 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
         "planned and queued, or not planned and why.",
     )
     p.add_argument("--body-file", type=Path, required=True, help="the issue's body, as a file")
+    p.add_argument(
+        "--comment",
+        action="store_true",
+        help="print the answer as the issue's answer comment: it ends with the cell answered, "
+        "hidden, which --answered reads back",
+    )
+    p.add_argument(
+        "--answered",
+        action="store_true",
+        help="--body-file is the answer comment (--comment's): answer the cell it answered, "
+        "not a form, so a later edit of the issue cannot change what a label builds",
+    )
     existing = p.add_mutually_exclusive_group()
     existing.add_argument(
         "--existing", type=Path, help="packages.json of an index, or a folder of wheels"
@@ -39,14 +51,15 @@ def execute(args: argparse.Namespace) -> int:
     from wheelfarm.github.actions import write_outputs
     from wheelfarm.github.releases import ReleasesSource
     from wheelfarm.matrix.plan import existing_build_ids, make_plan
-    from wheelfarm.request import answer, read_form
+    from wheelfarm.request import answer, answered_block, read_answered, read_form
 
     try:
-        body = args.body_file.read_bytes()[:65536].decode("utf-8", errors="replace")
+        # GitHub keeps 65,536 characters of a body: up to 4 bytes each in UTF-8
+        body = args.body_file.read_bytes()[: 4 * 65536].decode("utf-8", errors="replace")
     except OSError as exc:
         msg = f"cannot read --body-file {args.body_file}: {exc.strerror}"
         raise UsageError(msg) from None
-    request = read_form(body)
+    request = read_answered(body) if args.answered else read_form(body)
     matrix, expansion = common.grid(args)
     if args.existing_releases:
         existing = ReleasesSource(common.client(args.existing_releases, args)).build_ids()
@@ -54,9 +67,12 @@ def execute(args: argparse.Namespace) -> int:
         existing = existing_build_ids(args.existing)
     reply = answer(make_plan(matrix, expansion, existing=existing), request)
     print(reply.text)
+    if args.comment:
+        print(f"\n{answered_block(request)}", end="")
     if args.github_output:
         fields = {
-            k: getattr(request, k) for k in ("package", "cuda", "torch", "python", "platform")
+            k: getattr(request, k)
+            for k in ("package", "version", "cuda", "torch", "python", "platform")
         }
         target = os.environ.get("GITHUB_OUTPUT")
         write_outputs(

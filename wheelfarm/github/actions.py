@@ -337,7 +337,7 @@ def shard_outputs(
 
 def expected(document: dict[str, Any], name: str, batch: int | None) -> dict[str, Any]:
     """What one publish job must publish: the builds of the shard's groups in `batch` (all when
-    None), in the shape `wheelfarm publish --expect` reads."""
+    None), in the shape `wheelfarm publish --expect` reads (github/artifacts.py: read_batch)."""
     shard = _shard(document, name)
     if batch is not None and not 0 <= batch < shard["batches"]:
         msg = f"shard {name} has batches 0 to {shard['batches'] - 1}, not {batch}"
@@ -345,7 +345,10 @@ def expected(document: dict[str, Any], name: str, batch: int | None) -> dict[str
     chosen = [j for j in shard["include"] if batch is None or j["batch"] == batch]
     return {
         "name": name,
+        "batch": batch,
         "include": [{"id": b} for j in chosen for b in shard["builds"][j["id"]]],
+        # each artifact is checked against its own group's builds (github/artifacts.py)
+        "groups": {j["id"]: shard["builds"][j["id"]] for j in chosen},
     }
 
 

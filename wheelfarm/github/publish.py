@@ -35,8 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from wheelfarm.core import jsonread
-from wheelfarm.core.errors import NetworkError, PublishError, UsageError
+from wheelfarm.core.errors import NetworkError, PublishError
 from wheelfarm.core.record import BuildRecord, RecordError, path_for
 from wheelfarm.core.wheelname import build_id_from_wheel, build_id_or_none
 from wheelfarm.github.assets import Upload, asset_sha256, release_tag, uploaded, uploads_for
@@ -74,30 +73,6 @@ class PublishReport:
         if not parts:
             return None
         return "; ".join(parts) + "; re-run the failed jobs to finish"
-
-
-def expected_build_ids(path: Path) -> list[str]:
-    """The build ids of a shard the plan made (`{"name": ..., "include": [{"id": ...}]}`, as
-    `wheelfarm plan --format github` writes each shard), in order."""
-    try:
-        shard = jsonread.loads(
-            path.read_bytes(), what=f"--expect {str(path)!r}", max_bytes=64 << 20
-        )
-    except OSError as exc:
-        msg = f"--expect {str(path)!r}: cannot read it ({exc.strerror or exc})"
-        raise UsageError(msg) from exc
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    include = shard.get("include") if isinstance(shard, dict) else None
-    if not isinstance(include, list) or not all(
-        isinstance(j, dict) and isinstance(j.get("id"), str) and j["id"] for j in include
-    ):
-        msg = (
-            f"--expect {str(path)!r}: not a shard of the plan (an object whose `include` lists "
-            f"jobs with an `id`); give the shard JSON `wheelfarm plan --format github` wrote"
-        )
-        raise UsageError(msg)
-    return list(dict.fromkeys(j["id"] for j in include))
 
 
 @dataclass
