@@ -1,6 +1,6 @@
 """Coverage: per package x platform, how many planned builds are published and how many are
 missing. Rendered as Markdown (docs/coverage.md, README between markers) and as an SVG chart
-for the landing page."""
+for the landing page; and what the plan offers win_amd64 per torch (docs/comfyui.md's table)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,19 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
+from packaging.version import Version
+
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import UsageError
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.index.entries import HELD_BACK
-from wheelfarm.matrix.expand import Expansion
+from wheelfarm.matrix.expand import Cell, Expansion
 
 START, END = "<!-- coverage:start -->", "<!-- coverage:end -->"
+# docs/comfyui.md's table; the start marker names the torch minors a portable ships
+# (`<!-- offer:start torch 2.8 2.9 -->`), and the newest minor of the plan is added to them
+OFFER_START, OFFER_END = "<!-- offer:start torch", "<!-- offer:end -->"
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,35 @@ def markdown(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def offer(expansion: Expansion, minors: list[str], platform: str = "win_amd64") -> str:
+    """Per package, what the plan builds on `platform` for each torch minor (the newest planned
+    added): its versions, CUDA builds and Python range, or a dash where nothing is planned."""
+    planned = {c.torch for b in expansion.builds for c in b.covers}
+    columns = sorted({*minors, max(planned, key=Version)}, key=Version)
+    cells: dict[tuple[str, str], list[Cell]] = {}
+    for b in expansion.builds:
+        for c in b.covers:
+            if c.platform == platform and c.torch in columns:
+                cells.setdefault((c.package, c.torch), []).append(c)
+    lines = [
+        "| package | " + " | ".join(f"torch {m}" for m in columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    for package in sorted({b.package for b in expansion.builds}):
+        row = [_offered(cells.get((package, m), [])) for m in columns]
+        lines.append(f"| {package} | " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _offered(cells: list[Cell]) -> str:
+    if not cells:
+        return "—"
+    versions = "/".join(sorted({c.version for c in cells}, key=Version))
+    cudas = ", ".join(sorted({c.cuda for c in cells}))
+    pythons = sorted({c.python for c in cells}, key=Version)
+    return f"{versions}: {cudas}; py {pythons[0]}\N{EN DASH}{pythons[-1]}"
+
+
 def svg(rows: list[Row]) -> str:
     """A horizontal bar per package x platform: green built, grey missing."""
     bar_w, row_h, label_w = 360, 22, 260
@@ -125,3 +159,23 @@ def write_docs(rows: list[Row], root: FarmRoot) -> list[Path]:
     )
     readme.write_text(text, encoding="utf-8")
     return [docs, readme]
+
+
+def write_offer(expansion: Expansion, root: FarmRoot) -> list[Path]:
+    """docs/comfyui.md's table between its markers, for the torch minors its start marker
+    names; nothing where the root has no such file (a fork may drop the page)."""
+    doc = root.docs / "comfyui.md"
+    text = doc.read_text(encoding="utf-8") if doc.is_file() else ""
+    found = re.search(
+        re.escape(OFFER_START) + r"([^>]*)-->.*?" + re.escape(OFFER_END), text, re.DOTALL
+    )
+    if found is None:
+        return []
+    minors = found.group(1).split()
+    if not minors or any(re.fullmatch(r"[0-9]+\.[0-9]+", m) is None for m in minors):
+        marker = found.group(0).splitlines()[0]
+        msg = f"{doc}: {marker!r} must name torch minors, e.g. '{OFFER_START} 2.8 2.9 -->'"
+        raise UsageError(msg)
+    block = f"{OFFER_START} {' '.join(minors)} -->\n{offer(expansion, minors)}{OFFER_END}"
+    doc.write_text(text[: found.start()] + block + text[found.end() :], encoding="utf-8")
+    return [doc]

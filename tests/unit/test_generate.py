@@ -11,7 +11,7 @@ from tests.roots import REPO
 from tests.unit.helpers.install import _helper
 from wheelfarm.generate import main as generate
 from wheelfarm.generate import stale
-from wheelfarm.index.coverage import END, START, coverage, markdown
+from wheelfarm.index.coverage import END, OFFER_START, START, coverage, markdown, offer
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 
@@ -25,6 +25,13 @@ def test_coverage_docs_match_the_matrix() -> None:
     assert table in (ROOT / "docs" / "coverage.md").read_text()
     readme = (ROOT / "README.md").read_text()
     assert table in readme[readme.index(START) : readme.index(END)]
+
+
+def test_the_comfyui_table_matches_the_matrix() -> None:
+    """The same command writes docs/comfyui.md's table, for the torch its marker names."""
+    doc = (ROOT / "docs" / "comfyui.md").read_text()
+    marker = f"{OFFER_START} 2.8 2.9 -->\n"
+    assert marker + offer(expand(load_matrix(REPO)), ["2.8", "2.9"]) in doc
 
 
 def test_the_install_helpers_driver_table_is_drivers_yaml() -> None:

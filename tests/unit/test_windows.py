@@ -163,3 +163,126 @@ def test_the_environment_keeps_vcvars_and_adds_only_the_farms_variables(
     assert farm_env["PATH"].split(os.pathsep) == [
         str(tmp_path / "shims"), str(tmp_path / "tools"), str(tmp_path / "msvc"),
     ]  # fmt: skip
+
+
+# What each new Windows row's patched setup.py gives its extensions on Windows: recorded here by
+# evaluating the pinned source's setup.py after its patches with os.name 'nt' (setuptools.setup
+# and torch's CUDAExtension replaced by recorders; docs/packages.md, issue 51). (cxx, nvcc).
+WINDOWS_ROWS = {
+    "cubvh-0.1.2": (
+        ("/O2", "/permissive-", "/Zc:__cplusplus", "/EHsc"),
+        ("-O3", "--extended-lambda", "--expt-relaxed-constexpr", "-U__CUDA_NO_HALF_OPERATORS__",
+         "-U__CUDA_NO_HALF_CONVERSIONS__", "-U__CUDA_NO_HALF2_OPERATORS__",
+         "-allow-unsupported-compiler", "-Xcompiler=/permissive-", "-Xcompiler=/Zc:__cplusplus",
+         "-Xcompiler=/EHsc"),
+    ),
+    "cumesh-0.0.1": (
+        ("/O2", "/EHsc", "/permissive-", "/Zc:__cplusplus"),
+        ("-O3", "--expt-relaxed-constexpr", "--extended-lambda", "-Xcompiler=/EHsc",
+         "-Xcompiler=/permissive-", "-Xcompiler=/Zc:__cplusplus", "-allow-unsupported-compiler"),
+    ),
+    "custom-rasterizer-0.1": ((), ()),
+    "drtk-0.1.0": (
+        ("/EHsc", '/D "NOMINMAX"', "/O2", "/fp:fast", "/GL", '/D "NDEBUG"'),
+        ("-O3", "--use_fast_math", "-std=c++20"),
+    ),
+    "flex-gemm-1.1.0": (
+        ("/O2", "/EHsc", "/openmp", "/permissive-", "/Zc:__cplusplus"),
+        ("-O3", "-Xcompiler=/EHsc", "-Xcompiler=/permissive-", "-Xcompiler=/Zc:__cplusplus",
+         "--use_fast_math", "-allow-unsupported-compiler"),
+    ),
+    "o-voxel-0.0.1": (("-O3",), ("-O3",)),
+    "nvdiffrec-render-0.0.1": (("-DNVDR_TORCH",), ("-DNVDR_TORCH",)),
+    "dpvo-0.0.0": (("-O3",), ("-O3",)),
+}  # fmt: skip
+
+# cubvh's Windows branch as upstream ships it (7855c00): its cpp_standard = 17 in both compilers
+CUBVH_UPSTREAM = (
+    ("/O2", "/std:c++17", "/permissive-", "/Zc:__cplusplus", "/EHsc"),
+    ("-O3", "-std=c++17", "--extended-lambda", "-allow-unsupported-compiler",
+     "-Xcompiler=/std:c++17", "-Xcompiler=/permissive-"),
+)  # fmt: skip
+
+
+def _windows_split(line: str) -> list[str]:
+    """What CreateProcess's argument parsing gives for a ninja command line whose arguments hold
+    no quoted space (drtk's '/D "NOMINMAX"' becomes /D and NOMINMAX)."""
+    return line.replace('"', "").split()
+
+
+def _torch_lines(cxx: tuple[str, ...], nvcc: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """torch 2.14's Windows ninja rules (cpp_extension's win_wrap_ninja_compile) expanded for a
+    package's flags: cl's post_cflags gain /std:c++20 only when no /std: is given; nvcc's
+    cuda_cflags start with -std=c++20, its own flags come after."""
+    post = [*cxx, *([] if any(f.startswith("/std:") for f in cxx) else ["/std:c++20"])]
+    cl = _windows_split(f"cl /showIncludes {' '.join(COMMON_MSVC_FLAGS)} -c C:/src/a.cpp "
+                        f"/Foa.obj {' '.join(post)}")  # fmt: skip
+    cuda = ["-std=c++20", *CUDA_CFLAGS[1:]]
+    nv = _windows_split(f"nvcc -c C:/src/k.cu -o k.obj {' '.join(cuda)} {' '.join(nvcc)}")
+    return cl, nv
+
+
+def _standard(argv: list[str]) -> str:
+    """The C++ standard a compile gets: cl takes its last /std:, nvcc its last -std= (nvcc 13.0:
+    'incompatible redefinition for option std, the last value of this option was used'), and
+    nvcc hands its host compiler a later -Xcompiler=/std: as well."""
+    last = [a.split(":", 1)[1] if a.startswith(("/std:", "-Xcompiler=/std:")) else a[5:]
+            for a in argv if a.startswith(("/std:", "-std=", "-Xcompiler=/std:"))]  # fmt: skip
+    return last[-1] if last else "none"
+
+
+@pytest.mark.parametrize("row", sorted(WINDOWS_ROWS))
+def test_each_new_windows_row_compiles_as_cxx20_through_the_farms_wrapper(
+    row: str, tmp_path: Path
+) -> None:
+    """The command lines the builder gives each issue-51 Windows row at cu130 / torch 2.14: the
+    farm's wrapper runs ccache with MSVC's cl.exe / nvcc.exe, the package's flags and the farm's
+    /Zc:preprocessor last, and both compilers end on C++20, which torch 2.13+'s headers need."""
+    matrix = load_matrix(REPO)
+    target = resolve(matrix, expand(matrix), f"{row}-cu130torch2.14-cp312-win_amd64")
+    assert target.build.platform == "win_amd64"
+    _exe(tmp_path / "tools" / "ccache")
+    _exe(tmp_path / "msvc" / "cl.exe")
+    env = {**VCVARS, "PATH": os.pathsep.join([str(tmp_path / "tools"), str(tmp_path / "msvc")])}
+    env.update(WINDOWS.compile_env(env, tmp_path))
+    env.update(target.package.platform_env.get("win_amd64", {}))
+    env.update(append_nvcc_flags(env, target.nvcc_flags))
+    torch = tmp_path / "env" / "Lib" / "site-packages" / "torch" / "include"
+    (torch / "torch").mkdir(parents=True)
+    env = ccache.wrap_compilers(
+        env, tmp_path / "cuda", tmp_path / "shims", base=tmp_path, platform=WINDOWS,
+        headers=ccache.Headers(torch=torch),
+    )  # fmt: skip
+    cl, nv = _torch_lines(*WINDOWS_ROWS[row])
+    spec = Spec.from_env(env)
+    cl_argv = command("cl", cl[1:], spec, env)
+    nv_argv = command("nvcc", nv[1:], spec, env)
+    assert cl_argv[:2] == [str(tmp_path / "tools" / "ccache"), str(tmp_path / "msvc" / "cl.exe")]
+    assert cl_argv[2:] == cl[1:]
+    assert nv_argv[:2] == [str(tmp_path / "tools" / "ccache"), str(tmp_path / "cuda/bin/nvcc.exe")]
+    assert nv_argv[2:] == [*nv[1:], "-Xcompiler", "/Zc:preprocessor"]
+    assert (_standard(cl_argv), _standard(nv_argv)) == ("c++20", "c++20")
+    # its Windows patches are declared, so a build applies them (issue 51: matrix/patches)
+    if row not in {"cumesh-0.0.1", "nvdiffrec-render-0.0.1"}:
+        assert any("msvc" in p or "llp64" in p or "cxx-std" in p for p in target.source.patches)
+
+
+def test_cubvh_as_upstream_ships_it_would_compile_cxx17_on_windows() -> None:
+    """The guard's reason: without the cxx-std patch's Windows half, both compilers end on
+    cubvh's own C++17 (cl's last /std: and nvcc's last -std=), which torch 2.13+ refuses."""
+    cl, nv = _torch_lines(*CUBVH_UPSTREAM)
+    assert (_standard(cl), _standard(nv)) == ("c++17", "c++17")
+
+
+def test_natten_on_windows_builds_no_blackwell_datacenter_kernels_and_no_cuda_12() -> None:
+    """natten's Windows row: CUDA 13 only (its setup.py's CUDA 12 warning) and no 10.0 (MSVC
+    refuses CUTLASS's sm100 FMHA backward kernel); Linux keeps 10.0."""
+    matrix = load_matrix(REPO)
+    exp = expand(matrix)
+    win = resolve(matrix, exp, "natten-0.21.7-cu130torch2.14-cp312-win_amd64")
+    linux = resolve(matrix, exp, "natten-0.21.7-cu130torch2.14-cp312-linux_x86_64")
+    assert win.build.archs.listed == "7.5;8.0;8.6;9.0;12.0"
+    assert "10.0" in linux.build.archs.listed
+    assert not [b for b in exp.builds if b.package == "natten" and b.platform == "win_amd64"
+                and b.cuda.startswith("cu12")]  # fmt: skip
+    assert "natten-0.21.7-msvc.patch" in win.source.patches

@@ -19,18 +19,18 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--write-docs",
         action="store_true",
-        help="rewrite the farm root's docs/coverage.md and README table",
+        help="rewrite the farm root's docs/coverage.md, README table and docs/comfyui.md's table",
     )
 
 
 def execute(args: argparse.Namespace) -> int:
-    from wheelfarm.index.coverage import coverage, held_back, markdown, write_docs
+    from wheelfarm.index.coverage import coverage, held_back, markdown, write_docs, write_offer
     from wheelfarm.matrix.plan import existing_build_ids
 
     matrix, expansion = common.grid(args)
     rows = coverage(expansion, existing_build_ids(args.existing))
     if args.write_docs:
-        for path in write_docs(rows, matrix.root):
+        for path in [*write_docs(rows, matrix.root), *write_offer(expansion, matrix.root)]:
             logger.info("wrote %s", path)
     print(markdown(rows), end="")
     held = held_back(args.existing)
