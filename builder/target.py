@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from packaging.version import InvalidVersion, Version
@@ -187,30 +187,37 @@ def resolve_group(
     expansion: Expansion,
     group_id: str,
     pythons: Sequence[str] = (),
+    variants: Sequence[str] = (),
     *,
     from_pypi: bool = False,
 ) -> list[Target]:
     """The targets of a group job (`plan`'s group id, docs/adr/0016-python-groups.md), oldest
-    Python first: those of `pythons`, or every Python of the group."""
+    Python first: those of `pythons` and CUDA `variants` (ADR 19), or every one of the group."""
     members = sorted(
         (b for b in expansion.builds if b.group_id == group_id),
         key=lambda b: (Version(b.python), b.variants.index(b.cuda)),
     )
-    if not members:  # a build's own id
-        target = resolve(matrix, expansion, group_id, from_pypi=from_pypi)
-        if pythons and target.build.python not in pythons:
-            msg = f"--pythons {' '.join(pythons)}: {group_id} builds Python {target.build.python}"
-            raise PlanError(msg)
-        return [target]
-    have = list(dict.fromkeys(b.python for b in members))
-    unknown = [p for p in pythons if p not in have]
-    if unknown:
-        msg = f"--pythons {' '.join(unknown)}: group {group_id} has Pythons {' '.join(have)}"
-        raise PlanError(msg)
-    chosen = [b for b in members if not pythons or b.python in pythons]
-    if not from_pypi:
-        return [_target(matrix, b, expansion) for b in chosen]
+    own = not members  # a build's own id
+    if own:
+        members = [resolve(matrix, expansion, group_id, from_pypi=from_pypi).build]
+    chosen = _picked(members, "--pythons", pythons, lambda b: b.python, group_id)
+    chosen = _picked(chosen, "--variants", variants, lambda b: b.cuda, group_id)
+    if not from_pypi or own:
+        return [_target(matrix, b, expansion, from_pypi=from_pypi) for b in chosen]
     return _pip_served(matrix, expansion, group_id, chosen)
+
+
+def _picked(
+    builds: list[Build], flag: str, wanted: Sequence[str], key: Callable[[Build], str], job: str
+) -> list[Build]:
+    """The builds whose `key` (Python, CUDA tag) is `wanted`, all where nothing is; PlanError
+    naming each wanted value the job does not build, and what it does."""
+    have = list(dict.fromkeys(key(b) for b in builds))
+    unknown = [w for w in wanted if w not in have]
+    if unknown:
+        msg = f"{flag} {' '.join(unknown)}: {job} builds {' '.join(have)}"
+        raise PlanError(msg)
+    return [b for b in builds if not wanted or key(b) in wanted]
 
 
 def _pip_served(

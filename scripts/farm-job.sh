@@ -13,6 +13,8 @@
 # a package imports (farm_requires; docs/adr/0012-farm-requires.md).
 # PYTHONS (matrix.target.python): the group's Pythons, built in turn against one compiler cache
 # (docs/adr/0016-python-groups.md); empty: every Python of the group.
+# VARIANTS (matrix.target.variants): the CUDA tags of the wheels its one compile serves that the
+# plan asks for (docs/adr/0019-one-compile-per-cuda-major.md); empty: every one of the group.
 # A split build (docs/adr/0011-split-compile.md): SHARD=I/K compiles shard I of K into
 # $WHEELFARM_CACHE/ccache (no wheel); LINK_CACHES=DIR links with the shard caches in DIR/*.
 # Optional: CUDA_HOME (a toolkit already installed: no install), WHEELFARM_VENV (a venv that
@@ -46,6 +48,7 @@ args=(--out "$out" --work "${WHEELFARM_WORK:-.wheelfarm/work}" --cache "$WHEELFA
 args+=(--job-started "$JOB_STARTED" --job-minutes "$JOB_MINUTES")
 if [ -n "${WHEELFARM_PLAT:-}" ]; then args+=(--plat "$WHEELFARM_PLAT"); fi
 if [ -n "${PYTHONS:-}" ]; then args+=(--pythons "$PYTHONS"); fi
+if [ -n "${VARIANTS:-}" ]; then args+=(--variants "$VARIANTS"); fi
 if [ -n "${SHARD:-}" ]; then args+=(--shard "$SHARD"); fi
 if [ -n "${LINK_CACHES:-}" ]; then args+=(--link "$LINK_CACHES"/*); fi
 farm_index="${FARM_INDEX:-}"

@@ -68,15 +68,24 @@ class TargetQuery:
 
 
 def choose_targets(
-    matrix: Matrix, expansion: Expansion, query: TargetQuery, pythons: Sequence[str] = ()
+    matrix: Matrix,
+    expansion: Expansion,
+    query: TargetQuery,
+    pythons: Sequence[str] = (),
+    variants: Sequence[str] = (),
 ) -> list[Target]:
-    """The targets of a group id (its `pythons`, or all), or the one target choose_target
-    finds."""
+    """The targets of a group id (its `pythons` and CUDA `variants`, or all), or the one
+    target choose_target finds."""
     if query.build_id:
-        group = resolve_group(matrix, expansion, query.build_id, pythons, from_pypi=query.from_pypi)
+        group = resolve_group(
+            matrix, expansion, query.build_id, pythons, variants, from_pypi=query.from_pypi
+        )
         return [_with_archs(target, query.archs) for target in group]
-    if pythons:
-        msg = "--pythons selects Pythons of a group id (see `wheelfarm plan --format json`)"
+    if pythons or variants:
+        msg = (
+            "--pythons and --variants select builds of a group id "
+            "(see `wheelfarm plan --format json`)"
+        )
         raise UsageError(msg)
     return [choose_target(matrix, expansion, query)]
 

@@ -129,6 +129,7 @@ class Farm:
             env.get("LINK_CACHES", ""),
             env.get("PYTHONS", ""),
             env.get("FARM_INDEX", ""),
+            env.get("VARIANTS", ""),
         )
 
     def gpu_check(self, model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:
@@ -160,7 +161,8 @@ class Farm:
             )
             part = env.get("SHARD", "") if "--shard" in script else ""
             pythons, farm = env.get("PYTHONS", ""), env.get("FARM_INDEX", "")
-            return self.build(model, inst, env["TARGET"], part, link, pythons, farm)
+            variants = env.get("VARIANTS", "")
+            return self.build(model, inst, env["TARGET"], part, link, pythons, farm, variants)
         if "install-cuda-windows" in script:
             return 0, 8.0
         return 0, 0.5
@@ -174,6 +176,7 @@ class Farm:
         link: str,
         pythons: str = "",
         farm: str = "",
+        variants: str = "",
     ) -> tuple[int, float]:
         """The group job's builds (or compile shard, or link) on the model's clock; a failing
         build fails its job after the group's other builds made their wheels, and one whose
@@ -181,8 +184,12 @@ class Farm:
         the import check would."""
         assert inst.workspace is not None
         job = self.jobs[target]
-        wanted = pythons.split()
-        builds = [b for b in job.builds if not wanted or b.python in wanted]
+        wanted, cudas = pythons.split(), variants.split()
+        builds = [
+            b
+            for b in job.builds
+            if (not wanted or b.python in wanted) and (not cudas or b.cuda in cudas)
+        ]
         # the run's plan may hold fewer of the group's Pythons (its filters) than the whole
         # plan here: the job's own entry says how many compile shards it has
         entry = inst.matrix.get("target", {})

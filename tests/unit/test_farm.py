@@ -89,13 +89,19 @@ def test_a_group_id_builds_the_pythons_asked_for_oldest_first() -> None:
     ]
     every = farm.choose_targets(matrix, expansion, query)
     assert len(every) > 2 and all(t.build.group_id == group for t in every)
-    with pytest.raises(PlanError, match=r"--pythons 3\.9 3\.7: group .* has Pythons 3\.1"):
+    with pytest.raises(PlanError, match=r"--pythons 3\.9 3\.7: causal-conv1d.* builds 3\.1"):
         farm.choose_targets(matrix, expansion, query, ["3.9", "3.7"])
+    # a plan filtered by CUDA (or with cu130's wheels released) builds cu132's alone
+    cu132 = farm.choose_targets(matrix, expansion, query, ["3.11"], ["cu132"])
+    assert [t.id for t in cu132] == ["causal-conv1d-1.7.0-cu132torch2.14-cp311-linux_x86_64"]
+    assert cu132[0].build.compile_cuda == "cu130"  # still the cu130 toolkit's compile
+    with pytest.raises(PlanError, match=r"--variants cu126: causal-conv1d.* builds cu130 cu132"):
+        farm.choose_targets(matrix, expansion, query, [], ["cu126"])
     one = farm.TargetQuery(build_id=chosen[0].id)
     assert [t.id for t in farm.choose_targets(matrix, expansion, one, ["3.11"])] == [chosen[0].id]
-    with pytest.raises(PlanError, match=r"builds Python 3\.11"):
+    with pytest.raises(PlanError, match=r"--pythons 3\.12: .* builds 3\.11"):
         farm.choose_targets(matrix, expansion, one, ["3.12"])
-    with pytest.raises(UsageError, match="--pythons selects Pythons of a group id"):
+    with pytest.raises(UsageError, match="--pythons and --variants select builds of a group id"):
         farm.choose_targets(matrix, expansion, farm.TargetQuery(local=True), ["3.12"])
 
 

@@ -29,6 +29,13 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
         help="with a group id from `plan --format json`: build these of its Pythons (spaces, "
         "commas or lines between), oldest first, against one compiler cache; default all",
     )
+    p.add_argument(
+        "--variants",
+        metavar="CUDAS",
+        help="with a group id: build the wheels of these CUDA tags only (e.g. 'cu132': a plan "
+        "filtered by CUDA, or one whose other minor is released); their compile is the same "
+        "(docs/adr/0019-one-compile-per-cuda-major.md); default all",
+    )
     p.add_argument("--out", type=Path, default=common.WHEELHOUSE, help="where wheels go")
     p.add_argument(
         "--job-started",
@@ -68,7 +75,8 @@ def execute(args: argparse.Namespace) -> int:
         split=_split(args),
     )
     pythons = (args.pythons or "").replace(",", " ").split()
-    targets = choose_targets(matrix, expansion, query, pythons)
+    variants = (args.variants or "").replace(",", " ").split()
+    targets = choose_targets(matrix, expansion, query, pythons, variants)
     build_group(targets, opts, _report)
     return 0
 

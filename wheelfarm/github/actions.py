@@ -31,8 +31,9 @@ JOB_KEYS = (
     # the producer groups whose wheels (this shard's artifacts) it imports, as download-artifact's
     # pattern names them (`after_pattern`): one group id, {id,id,...} for several, "" for none
     "after",
-    "cuda",
+    "cuda",  # the toolkit its compile takes (ADR 19: cu130 for cu130 and cu132)
     "python",  # the group's Pythons, one a line (setup-python's list on Windows)
+    "variants",  # the CUDA tags of its wheels the plan asks for, one a line (`build --variants`)
     "timeout",  # the job's timeout-minutes
     "step",  # the build step's: it stops early enough to save its cache
     "minutes",  # the build's own clock (JOB_MINUTES): it stops in time to save its cache
@@ -73,8 +74,9 @@ def job(
         "runner": where.runner,
         "container": where.container,
         "after": after,
-        "cuda": group.builds[0].cuda,
-        "python": "\n".join(b.python for b in group.builds),
+        "cuda": group.builds[0].compile_cuda,
+        "python": "\n".join(dict.fromkeys(b.python for b in group.builds)),
+        "variants": "\n".join(dict.fromkeys(b.cuda for b in group.builds)),
         "timeout": timeout,
         "step": timeout - SAVE_MARGIN_MINUTES,
         "minutes": timeout,
@@ -267,6 +269,7 @@ def check_trusted(document: dict[str, Any], name: str, matrix: Matrix) -> None:
             ("container", j["container"], j["container"] != info.container),
             ("cuda", j["cuda"], not isinstance(j["cuda"], str) or j["cuda"] not in cudas),
             ("python", j["python"], not _within(j["python"], pythons)),
+            ("variants", j["variants"], not _within(j["variants"], cudas)),
             ("timeout", timeout, type(timeout) is not int or not 0 < timeout <= limit),
             ("step", step, not isinstance(timeout, int) or step != timeout - SAVE_MARGIN_MINUTES),
             ("minutes", j["minutes"], j["minutes"] != timeout),
