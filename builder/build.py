@@ -20,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 
 from wheelfarm.builder import ccache, driver, envs, gpucheck, provenance, shard, source, toolchain
 from wheelfarm.builder.importcheck import check_import, install_farm_wheel
-from wheelfarm.builder.platforms import REPAIRERS, RepairJob, current, windows
+from wheelfarm.builder.platforms import REPAIRERS, RepairJob, append_nvcc_flags, current
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.steps import Steps
@@ -205,7 +205,7 @@ def compile_env(
     env.update(ccache.settings(env, cache=cache, work=work))
     env["SOURCE_DATE_EPOCH"] = str(SOURCE_DATE_EPOCH)  # what setuptools stamps the wheel with
     env.update(current().compile_env(env, work))  # Windows: DISTUTILS_USE_SDK; Linux: prefix maps
-    env.update(windows.append_nvcc_flags(env, target.nvcc_flags))
+    env.update(append_nvcc_flags(env, target.nvcc_flags))
     env.update(pkg.env_for(build.compile_cuda, build.platform, build.archs))
     headers = ccache.Headers(
         torch=torch_site / "torch" / "include" if torch_site is not None else None,

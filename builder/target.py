@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from packaging.version import InvalidVersion, Version
 
 from wheelfarm.builder import envs
-from wheelfarm.builder.platforms import windows
+from wheelfarm.builder.platforms import REPAIRERS
 from wheelfarm.core.errors import PlanError
 from wheelfarm.core.label import torch_minor
 from wheelfarm.core.root import FarmRoot
@@ -34,7 +34,7 @@ class Target:
     root: FarmRoot  # where the package's patches and path sources live
     import_torch: str | None = None  # the torch verify imports beside; None: none
     farm_requires: tuple[FarmWheel, ...] = ()  # farm wheels the import check installs first
-    nvcc_flags: tuple[str, ...] = ()  # farm-wide NVCC_APPEND_FLAGS (platforms/windows.py)
+    nvcc_flags: tuple[str, ...] = ()  # farm-wide NVCC_APPEND_FLAGS (its platform's)
     # Its compile (ADR 19): the CUDA of the torch env it compiles against and that torch's
     # index (its compile's CUDA; with pip's own index, the CUDA pip's torch is where it is one
     # of the compile's), and the names of the per-CUDA farm wheels the compile requires where
@@ -137,7 +137,7 @@ def _target(
         wheel_platform=matrix.farm.platforms[build.platform].wheel_platform,
         root=matrix.root,
         import_torch=import_torch,
-        nvcc_flags=windows.msvc_nvcc_flags(matrix, build),
+        nvcc_flags=REPAIRERS[build.platform].nvcc_flags(matrix, build),
         farm_requires=_farm_wheels(
             expansion,
             build,

@@ -6,13 +6,26 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from wheelfarm.builder.platforms import linux, windows
-from wheelfarm.builder.platforms.common import RepairJob, Views
+from wheelfarm.builder.platforms.common import RepairJob, Views, append_nvcc_flags
 from wheelfarm.core.platforms import PLATFORMS, OsName
 
-__all__ = ["LINUX", "REPAIRERS", "WINDOWS", "BuildPlatform", "RepairJob", "current", "for_os"]
+if TYPE_CHECKING:
+    from wheelfarm.matrix.expand import Build
+    from wheelfarm.matrix.model import Matrix
+
+__all__ = [
+    "LINUX",
+    "REPAIRERS",
+    "WINDOWS",
+    "BuildPlatform",
+    "RepairJob",
+    "append_nvcc_flags",
+    "current",
+    "for_os",
+]
 
 
 class BuildPlatform(Protocol):
@@ -77,6 +90,11 @@ class BuildPlatform(Protocol):
         """Run the real ninja for an invocation that is no build; its exit status."""
         ...
 
+    def nvcc_flags(self, matrix: Matrix, build: Build) -> tuple[str, ...]:
+        """Farm-wide nvcc flags a build for this OS needs (`append_nvcc_flags` adds them to
+        NVCC_APPEND_FLAGS): on Windows compat.yaml's msvc_nvcc_flags for its CUDA major."""
+        ...
+
     def repair(self, job: RepairJob) -> Path:
         """Vendor what the wheel needs except torch/CUDA libraries; return the repaired wheel."""
         ...
@@ -85,6 +103,8 @@ class BuildPlatform(Protocol):
 LINUX: BuildPlatform = linux.Linux()
 WINDOWS: BuildPlatform = windows.Windows()
 _BY_OS: dict[OsName, BuildPlatform] = {"linux": LINUX, "windows": WINDOWS}
+# the platform table (cibuildwheel's ALL_PLATFORM_MODULES): every OS difference of a build for a
+# farm platform is asked of its entry here, never of linux or windows by name
 REPAIRERS: dict[str, BuildPlatform] = {name: _BY_OS[p.os] for name, p in PLATFORMS.items()}
 
 

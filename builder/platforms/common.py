@@ -72,3 +72,11 @@ def empty_source(work: Path) -> Path:
     src = work / "empty.c"
     src.write_text("/* stub object of a compile shard */\n", encoding="utf-8")
     return src
+
+
+def append_nvcc_flags(env: Mapping[str, str], flags: tuple[str, ...]) -> dict[str, str]:
+    """NVCC_APPEND_FLAGS with `flags` (a platform's `nvcc_flags`) after any value already set
+    (none: no change); a package's own env, applied later, still has the last word."""
+    if not flags:
+        return {}
+    return {"NVCC_APPEND_FLAGS": " ".join(filter(None, [env.get("NVCC_APPEND_FLAGS"), *flags]))}

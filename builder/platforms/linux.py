@@ -8,7 +8,7 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from wheelfarm.builder.platforms.common import (
     SHIM_MODULE,
@@ -18,6 +18,10 @@ from wheelfarm.builder.platforms.common import (
     repair_with,
 )
 from wheelfarm.core.proc import Runner, call
+
+if TYPE_CHECKING:  # the ninja shim imports the platforms on every run: no matrix for it
+    from wheelfarm.matrix.expand import Build
+    from wheelfarm.matrix.model import Matrix
 
 # cudafe++ hashes the real path of a .cu file into every symbol name it makes for the file (the
 # module id), so a cold compile in another work folder gives other bytes; nvcc has no prefix map
@@ -124,6 +128,9 @@ class Linux:
 
     def __init__(self, run: Runner = call) -> None:
         self.run = run  # what runs its tools (the compiler, the repair tool, ninja)
+
+    def nvcc_flags(self, matrix: Matrix, build: Build) -> tuple[str, ...]:  # noqa: ARG002
+        return ()  # gcc takes what nvcc passes it as is
 
     def venv_python(self, venv: Path) -> Path:
         return venv / "bin/python"

@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,6 @@ from wheelfarm.builder.platforms.common import (
 from wheelfarm.builder.wrapper import SPEC, Spec
 from wheelfarm.core.errors import BuildError
 from wheelfarm.core.label import cuda_version
-from wheelfarm.core.platforms import os_of
 from wheelfarm.core.proc import Runner, call
 
 if TYPE_CHECKING:
@@ -31,22 +29,6 @@ if TYPE_CHECKING:
 
 # delvewheel's last line when a DLL is neither excluded nor on PATH (delvewheel/_dll_utils.py)
 _UNFOUND = re.compile(r"^FileNotFoundError: Unable to find library: (\S+)$", re.MULTILINE)
-
-
-def msvc_nvcc_flags(matrix: Matrix, build: Build) -> tuple[str, ...]:
-    """A Windows build's farm-wide nvcc flags for its CUDA major (compat.yaml's
-    msvc_nvcc_flags: /Zc:preprocessor for CCCL 3); none for another OS's build."""
-    if os_of(build.platform) != "windows":
-        return ()
-    return matrix.facts.compat.msvc_nvcc_flags.get(str(cuda_version(build.cuda).major), ())
-
-
-def append_nvcc_flags(env: Mapping[str, str], flags: tuple[str, ...]) -> dict[str, str]:
-    """NVCC_APPEND_FLAGS with `flags` after any value already set (none: no change); a
-    package's own env, applied later, still has the last word."""
-    if not flags:
-        return {}
-    return {"NVCC_APPEND_FLAGS": " ".join(filter(None, [env.get("NVCC_APPEND_FLAGS"), *flags]))}
 
 
 def _launchers(bin_dir: Path, entries: tuple[str, ...]) -> None:
@@ -68,6 +50,11 @@ class Windows:
 
     def __init__(self, run: Runner = call) -> None:
         self.run = run  # what runs its tools (the compiler, the repair tool, ninja)
+
+    def nvcc_flags(self, matrix: Matrix, build: Build) -> tuple[str, ...]:
+        """compat.yaml's msvc_nvcc_flags for the build's CUDA major (/Zc:preprocessor for
+        CCCL 3)."""
+        return matrix.facts.compat.msvc_nvcc_flags.get(str(cuda_version(build.cuda).major), ())
 
     def venv_python(self, venv: Path) -> Path:
         return venv / "Scripts/python.exe"

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
-from wheelfarm.builder.platforms import LINUX, REPAIRERS, WINDOWS, current, for_os
+from tests.roots import REPO
+from wheelfarm.builder.platforms import (
+    LINUX,
+    REPAIRERS,
+    WINDOWS,
+    append_nvcc_flags,
+    current,
+    for_os,
+)
+from wheelfarm.matrix.expand import expand
+from wheelfarm.matrix.load import load_matrix
 
 
 def test_the_platform_is_chosen_from_sys_platform() -> None:
@@ -40,3 +51,37 @@ def test_each_ninja_shim_runs_the_shard_module(tmp_path: Path) -> None:
     made = list(WINDOWS.ninja_shim(tmp_path / "win").iterdir())  # a launcher script off Windows
     assert [p.stem for p in made] == ["ninja"]
     assert "from wheelfarm.builder.shard import console" in made[0].read_text(errors="replace")
+
+
+def test_os_modules_are_reached_only_through_the_platform_table() -> None:
+    """cibuildwheel's ALL_PLATFORM_MODULES: outside builder/platforms/ no code imports the
+    linux or windows module, so every OS difference is asked of REPAIRERS or current()."""
+    root = Path(__file__).resolve().parents[2]
+    os_modules = {f"wheelfarm.builder.platforms.{m}" for m in ("linux", "windows")}
+    found = []
+    for folder in ("builder", "index", "matrix", "wheelfarm", "scripts"):
+        for path in sorted((root / folder).rglob("*.py")):
+            if "platforms" in path.relative_to(root).parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.ImportFrom):
+                    named = {f"{node.module}.{a.name}" for a in node.names} | {node.module}
+                elif isinstance(node, ast.Import):
+                    named = {a.name for a in node.names}
+                else:
+                    continue
+                found += [f"{path.relative_to(root)}:{node.lineno}" for _ in named & os_modules]
+    assert found == []
+
+
+def test_each_platform_gives_its_builds_nvcc_flags() -> None:
+    matrix = load_matrix(REPO)
+    by_id = expand(matrix).by_id
+    win = by_id["pytorch3d-0.7.9-cu130torch2.14-cp312-win_amd64"]
+    assert REPAIRERS[win.platform].nvcc_flags(matrix, win) == ("-Xcompiler", "/Zc:preprocessor")
+    linux = next(b for b in by_id.values() if b.platform == "linux_x86_64" and b.cuda == "cu130")
+    assert REPAIRERS[linux.platform].nvcc_flags(matrix, linux) == ()
+    assert append_nvcc_flags({"NVCC_APPEND_FLAGS": "-DX"}, ("-Y",)) == {
+        "NVCC_APPEND_FLAGS": "-DX -Y"
+    }
+    assert append_nvcc_flags({"NVCC_APPEND_FLAGS": "-DX"}, ()) == {}

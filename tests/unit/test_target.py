@@ -45,7 +45,7 @@ def test_windows_builds_get_compat_yamls_nvcc_flags_for_their_cuda(
     """CUDA 13's CCCL refuses MSVC's traditional preprocessor: every Windows build of a CUDA 13
     cell passes /Zc:preprocessor to nvcc's host pass (compat.yaml msvc_nvcc_flags), after the
     NVCC_APPEND_FLAGS already set; Linux and CUDA 12 builds get nothing."""
-    from wheelfarm.builder.platforms.windows import append_nvcc_flags
+    from wheelfarm.builder.platforms import append_nvcc_flags
 
     matrix = load_matrix(REPO)
     target = resolve(matrix, expand(matrix), build_id)

@@ -11,8 +11,7 @@ import pytest
 from tests.roots import REPO
 from tests.runner import Recorder
 from wheelfarm.builder import ccache
-from wheelfarm.builder.platforms import WINDOWS, linux, windows
-from wheelfarm.builder.platforms.windows import append_nvcc_flags
+from wheelfarm.builder.platforms import WINDOWS, append_nvcc_flags, linux, windows
 from wheelfarm.builder.target import resolve
 from wheelfarm.builder.wrapper import SPEC, Spec, command
 from wheelfarm.matrix.expand import expand
