@@ -12,10 +12,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ghsim.actions.commit import export, tools
 from ghsim.actions.model import Instance, Limits, Model
 from ghsim.actions.standins import standins
 from ghsim.fakegithub import CONTENT_CREATING, FakeGitHub
@@ -63,20 +66,19 @@ class Farm:
         self.faults = faults or Faults()
         self.built: set[str] = set()
         repo = REPO.path
-        bin_dirs = [str(REPO.path / ".venv" / "bin")]
-        if workflows:  # a copy of the checkout whose workflow files are the fixture's
-            repo = work / "repo"
-            (repo / ".github").mkdir(parents=True)
-            (repo / ".github" / "workflows").symlink_to(FIXTURES / workflows)
-            for entry in REPO.path.iterdir():
-                if entry.name not in {".github", ".git"}:
-                    (repo / entry.name).symlink_to(entry)
+        bin_dirs = []  # python and wheelfarm: setup-python's stand-in (ghsim/actions/commit.py)
+        if workflows:  # a clone of the checkout whose workflow files are the fixture's
+            repo = export(REPO.path, work / "repo")
+            shutil.rmtree(repo / ".github" / "workflows")
+            shutil.copytree(FIXTURES / workflows, repo / ".github" / "workflows")
+            subprocess.run(["git", "init", "-q", str(repo)], check=True)
             if (FIXTURES / workflows / "bin").is_dir():
                 bin_dirs.insert(0, str(FIXTURES / workflows / "bin"))
         env = {
             "PATH": os.pathsep.join([*bin_dirs, os.environ["PATH"]]),
             "HOME": os.environ.get("HOME", "/root"),
             "PYTHONPATH": str(REPO.path),
+            "PYTHONPYCACHEPREFIX": str(work / "pycache"),  # no job writes into the checkout
             "GITHUB_API_URL": fake.base,
             "WHEELFARM_UPLOADS_URL": f"{fake.base}/uploads",
             "WHEELFARM_GITHUB_TIME_SCALE": str(fake.scale),
@@ -99,6 +101,7 @@ class Farm:
             repository=fake.repo,
         )
         self.model.faults["lose_deploys"] = self.faults.lose_deploys
+        tools(self.model)  # before the first job, or one line saying why not
 
     def docker_run(self, model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:
         return self.build(
