@@ -66,9 +66,8 @@ class Farm:
         self.faults = faults or Faults()
         self.built: set[str] = set()
         repo = REPO.path
-        bin_dirs: list[
-            str
-        ] = []  # python and wheelfarm: setup-python's stand-in (ghsim/actions/commit.py)
+        # python and wheelfarm come from setup-python's stand-in (ghsim/actions/commit.py)
+        bin_dirs: list[str] = []
         if workflows:  # a clone of the checkout whose workflow files are the fixture's
             repo = export(REPO.path, work / "repo")
             shutil.rmtree(repo / ".github" / "workflows")
