@@ -102,6 +102,7 @@ class Farm:
             repository=fake.repo,
         )
         self.model.faults["lose_deploys"] = self.faults.lose_deploys
+        self.model.faults["tools_first"] = bin_dirs
         tools(self.model)  # before the first job, or one line saying why not
 
     def docker_run(self, model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:

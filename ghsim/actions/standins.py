@@ -112,7 +112,9 @@ def setup_python(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[
     """The interpreter running the model, first on the job's PATH, with `wheelfarm` beside it
     (what `pip install .` would put there)."""
     folder = tools(model)
-    inst.path_dirs = [str(folder), *inst.path_dirs]
+    # the `before` fixtures' CLI wrapper (ghsim/actions/fixtures/before/bin) is what their
+    # `pip install .` installed: it comes first, and calls this folder's wheelfarm
+    inst.path_dirs = [*model.faults.get("tools_first", []), str(folder), *inst.path_dirs]
     inst.action_outputs = {
         "python-path": str(folder / "python"),
         "python-version": str(inputs.get("python-version", "")),
