@@ -129,6 +129,12 @@ class FakeGitHub:
         return asset
 
     # --- accounting on the scaled clock -------------------------------------------------------
+    def reset_windows(self) -> None:
+        """Forget what the rate-limit windows used so far (a test's setup is not the run)."""
+        with self.lock:
+            self._window = (0.0, 0)
+            self._creating.clear()
+
     def hour(self) -> float:
         return 3600 / self.scale
 

@@ -15,10 +15,12 @@ import dataclasses
 import os
 import re
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ghsim.actions.commit import export, tools
 from ghsim.actions.model import Instance, Limits, Model
 from ghsim.actions.standins import standins
 from ghsim.fakegithub import CONTENT_CREATING, FakeGitHub
@@ -80,22 +82,22 @@ class Farm:
         self.faults = faults or Faults()
         self.built: set[str] = set()
         repo = root.path
-        bin_dirs = [str(REPO.path / ".venv" / "bin")]
-        if workflows:  # a copy of the checkout whose workflow files are the fixture's
-            repo = work / "repo"
-            (repo / ".github").mkdir(parents=True)
-            (repo / ".github" / "workflows").symlink_to(FIXTURES / workflows)
-            for entry in REPO.path.iterdir():
-                if entry.name not in {".github", ".git"}:
-                    (repo / entry.name).symlink_to(entry)
+        # python and wheelfarm come from setup-python's stand-in (ghsim/actions/commit.py)
+        bin_dirs: list[str] = []
+        if workflows:  # a clone of the checkout whose workflow files are the fixture's
+            repo = export(REPO.path, work / "repo")
+            shutil.rmtree(repo / ".github" / "workflows")
+            shutil.copytree(FIXTURES / workflows, repo / ".github" / "workflows")
+            subprocess.run(["git", "init", "-q", str(repo)], check=True)
             if (FIXTURES / workflows / "bin").is_dir():
                 bin_dirs.insert(0, str(FIXTURES / workflows / "bin"))
         elif gpu_runner:
-            repo = _with_gpu_runner(REPO.path, work / "repo", gpu_runner)
+            repo = _with_gpu_runner(work / "repo", gpu_runner)
         env = {
             "PATH": os.pathsep.join([*bin_dirs, os.environ["PATH"]]),
             "HOME": os.environ.get("HOME", "/root"),
             "PYTHONPATH": str(REPO.path),
+            "PYTHONPYCACHEPREFIX": str(work / "pycache"),  # no job writes into the checkout
             "GITHUB_API_URL": fake.base,
             "WHEELFARM_UPLOADS_URL": f"{fake.base}/uploads",
             "WHEELFARM_GITHUB_TIME_SCALE": str(fake.scale),
@@ -119,6 +121,8 @@ class Farm:
             repository=fake.repo,
         )
         self.model.faults["lose_deploys"] = self.faults.lose_deploys
+        self.model.faults["tools_first"] = bin_dirs
+        tools(self.model)  # before the first job, or one line saying why not
 
     def docker_run(self, model: Model, inst: Instance, env: dict[str, str]) -> tuple[int, float]:
         return self.build(
@@ -246,24 +250,22 @@ class Farm:
 
 
 def _with_lanes(repo: Path, lanes: int) -> FarmRoot:
-    """A copy of the checkout (links to its entries) whose farm.yaml has `lanes` in its pool:
-    the farm a Pro or Team account, or self-hosted runners, would run; every job's CLI reads
-    it from its checkout."""
-    (repo / "matrix").mkdir(parents=True)
-    for entry in REPO.path.iterdir():
-        if entry.name == "demo":  # a package source: the farm refuses one outside its root
-            ignore = shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
-            shutil.copytree(entry, repo / "demo", ignore=ignore)
-        elif entry.name not in {"matrix", ".git"}:
-            (repo / entry.name).symlink_to(entry)
-    for entry in REPO.matrix.iterdir():
-        if entry.name != "farm.yaml":
-            (repo / "matrix" / entry.name).symlink_to(entry)
-    text = (REPO.matrix / "farm.yaml").read_text(encoding="utf-8")
-    text, n = re.subn(r"(?m)^  lanes: \d+", f"  lanes: {lanes}", text)
-    assert n == 1, "farm.yaml has no pool.lanes line"
-    (repo / "matrix" / "farm.yaml").write_text(text, encoding="utf-8")
+    """The checkout's commit exported into `repo` with `lanes` in its farm.yaml's pool: the
+    farm a Pro or Team account, or self-hosted runners, would run; every job's CLI reads it
+    from its checkout."""
+    _exported_with(repo, "farm.yaml", r"(?m)^  lanes: \d+", f"  lanes: {lanes}")
     return FarmRoot(repo, "checkout")
+
+
+def _exported_with(repo: Path, name: str, pattern: str, value: str) -> None:
+    """The checkout's commit in `repo` (a git checkout of its own, so the model's checkout
+    stand-in tells tracked files apart) with one line of matrix/`name` replaced."""
+    export(REPO.path, repo)
+    path = repo / "matrix" / name
+    text, n = re.subn(pattern, value, path.read_text(encoding="utf-8"), count=1)
+    assert n == 1, f"{name} has no line matching {pattern!r}"
+    path.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
 
 
 class Requests:
@@ -282,20 +284,10 @@ class Requests:
         return self.seen, self.creating
 
 
-def _with_gpu_runner(source: Path, repo: Path, label: str) -> Path:
-    """A checkout like `source` whose farm.yaml names `label` as its GPU runner: the matrix is
-    copied, everything else linked."""
-    repo.mkdir(parents=True)
-    for entry in source.iterdir():
-        if entry.name not in {"matrix", ".git"}:
-            (repo / entry.name).symlink_to(entry)
-    shutil.copytree(
-        source / "matrix", repo / "matrix", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    farm = repo / "matrix" / "farm.yaml"
-    text = farm.read_text(encoding="utf-8")
-    assert "\n  runner: null\n" in text
-    farm.write_text(text.replace("\n  runner: null\n", f"\n  runner: {label}\n"), encoding="utf-8")
+def _with_gpu_runner(repo: Path, label: str) -> Path:
+    """The checkout's commit exported into `repo` whose farm.yaml names `label` as its GPU
+    runner."""
+    _exported_with(repo, "farm.yaml", r"\n  runner: null\n", f"\n  runner: {label}\n")
     return repo
 
 

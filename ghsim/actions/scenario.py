@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from ghsim.actions.farm import Farm, Faults
 from ghsim.actions.model import LimitHit, Model, Run
 from ghsim.fakegithub import FakeGitHub, fake_github
+from ghsim.roots import REPO
 from ghsim.synthetic import farm_wheel
 from wheelfarm.matrix.expand import Build
 from wheelfarm.matrix.plan import Filters, Plan, make_plan
@@ -24,6 +30,7 @@ SCALE = 1000.0  # the fake GitHub's hour passes in 3.6 s
 
 @dataclass
 class Outcome:
+    held: int  # builds Releases held before the first tag (warm)
     planned: int
     published: int
     lost: int
@@ -60,13 +67,19 @@ def first_run(
     broken_uploads: int = 3,
     cancel_after_minutes: float = 24 * 60,
     lanes: int | None = None,
+    warm: bool = False,
 ) -> Outcome:
     """The run, then reruns and later tags until every farm run has ended well (at most 4
-    rounds of "Re-run failed jobs"); `lanes`: a farm.yaml with that many (Farm)."""
+    rounds of "Re-run failed jobs"); `lanes`: a farm.yaml with that many (Farm). `warm`:
+    Releases already hold what a farm running before the selection's newest torch minor
+    built (`running_farm`), published before the first tag."""
     fake = FakeGitHub(scale=SCALE)
     with fake_github(fake):
         farm = Farm(fake, work, workflows=workflows, faults=Faults(lose_deploys=1), lanes=lanes)
-        plan = _whole(farm, inputs)
+        held = running_farm(farm, inputs) if warm else set()
+        if held:
+            seed(fake, farm, held, work / "held")
+        plan = _whole(farm, inputs, held)
         wanted = {b.id for b in plan.todo}
         names = work / "names"
         names.mkdir(parents=True)
@@ -118,6 +131,7 @@ def first_run(
     tier1 = {b.id for g in plan.groups if plan.placed[g.id].tier == 1 for b in g.builds}
     windows = {i for i in tier1 if farm.builds[i].platform == "win_amd64"}
     return Outcome(
+        held=len(held),
         planned=len(wanted),
         published=len(published & wanted),
         lost=lost,
@@ -151,10 +165,60 @@ def _on_index(model: Model, builds: set[str]) -> float:
     )
 
 
-def _whole(farm: Farm, inputs: dict[str, Any] | None) -> Plan:
-    """The whole pass the selection asks for: what the farm runs build between them."""
-    filters = Filters(**{k: tuple(v.split(",")) for k, v in (inputs or {}).items() if v})
-    return make_plan(farm.matrix, farm.expansion, filters=filters, one_run=False)
+def _filters(inputs: dict[str, Any] | None, *, but: str = "") -> Filters:
+    """farm.yml's dispatch inputs as the plan's filters (`but`: that axis left open)."""
+    given = {k: tuple(v.split(",")) for k, v in (inputs or {}).items() if v and k != but}
+    return Filters(**given)
+
+
+def _whole(farm: Farm, inputs: dict[str, Any] | None, held: set[str]) -> Plan:
+    """The whole pass the selection asks for, past what Releases hold: what the farm runs
+    build between them."""
+    return make_plan(
+        farm.matrix, farm.expansion, filters=_filters(inputs), existing=held, one_run=False
+    )
+
+
+def running_farm(farm: Farm, inputs: dict[str, Any] | None) -> set[str]:
+    """What a farm that ran before the selection's newest torch minor holds: every build its
+    other axes select that serves an older torch (`--torch '2.15*'`: every build of torch <=
+    2.14, the torch-free and stable-ABI builds that serve 2.15 too among them)."""
+    newest = max(
+        (Version(c.torch) for b in farm.expansion.builds for c in b.covers
+         if _filters(inputs).match(c)),
+        default=None,
+    )  # fmt: skip
+    others = _filters(inputs, but="torch")
+    return {
+        b.id
+        for b in farm.expansion.builds
+        if any(others.match(c) and Version(c.torch) < newest for c in b.covers)
+    } if newest is not None else set()  # fmt: skip
+
+
+def seed(fake: FakeGitHub, farm: Farm, held: set[str], house: Path) -> None:
+    """`held`'s wheels published to the fake's Releases by the real `wheelfarm publish`, as
+    the farm's earlier runs left them: history, so the fake's rate limits are lifted for it
+    and its windows start afresh after it."""
+    house.mkdir(parents=True)
+    for build_id in sorted(held):
+        farm_wheel(farm.matrix, farm.builds[build_id], house, expansion=farm.expansion)
+    limits = fake.primary_limit, fake.per_minute, fake.per_hour
+    fake.primary_limit = fake.per_minute = fake.per_hour = 10**9
+    env = {**farm.model.base_env, "GITHUB_TOKEN": "seed"}
+    try:
+        published = subprocess.run(
+            [sys.executable, "-m", "wheelfarm", "publish", str(house), "--repo", fake.repo,
+             "--api", fake.base, "--uploads", f"{fake.base}/uploads", "-q"],
+            cwd=REPO.path, env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    finally:
+        fake.primary_limit, fake.per_minute, fake.per_hour = limits
+        fake.reset_windows()
+    if published.returncode != 0:
+        msg = f"publishing the {len(held):,} held builds exited {published.returncode}: "
+        raise RuntimeError(msg + published.stderr.strip()[-2000:])
+    shutil.rmtree(house)
 
 
 def _name(farm: Farm, build_id: str, folder: Path) -> str:

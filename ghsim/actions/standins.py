@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import os
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ghsim.actions.commit import check_out, export, tools
 from ghsim.actions.model import Model
 from ghsim.actions.runs import Instance
 from ghsim.actions.steps import StandIns
@@ -101,26 +101,22 @@ def _fail(model: Model, inst: Instance, message: str) -> tuple[int, float]:
 
 
 def checkout(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[int, float]:
-    """The repository at the run's commit in the workspace, linked (the jobs only read it);
-    demo/ as hard links, since the farm refuses a package source that resolves outside it."""
+    """The run's commit, the job's own copy (ghsim/actions/commit.py): its tracked files, never
+    the replayed checkout's ignored ones, and nothing a job writes reaches that checkout."""
     assert inst.workspace is not None
-    for entry in model.repo.iterdir():
-        if entry.name == "demo":
-            shutil.copytree(entry.resolve(), inst.workspace / "demo", copy_function=os.link,
-                            ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))  # fmt: skip
-        elif not entry.name.startswith(".") and entry.name != "_temp":
-            (inst.workspace / entry.name).symlink_to(entry)
-    for hidden in (".github", ".ci"):
-        if (model.repo / hidden).exists():
-            (inst.workspace / hidden).symlink_to(model.repo / hidden)
+    check_out(export(model.repo, model.work / "commit"), inst.workspace)
     return 0, 0.3
 
 
 def setup_python(model: Model, inst: Instance, inputs: dict[str, Any]) -> tuple[int, float]:
-    import sys
-
+    """The interpreter running the model, first on the job's PATH, with `wheelfarm` beside it
+    (what `pip install .` would put there)."""
+    folder = tools(model)
+    # the `before` fixtures' CLI wrapper (ghsim/actions/fixtures/before/bin) is what their
+    # `pip install .` installed: it comes first, and calls this folder's wheelfarm
+    inst.path_dirs = [*model.faults.get("tools_first", []), str(folder), *inst.path_dirs]
     inst.action_outputs = {
-        "python-path": sys.executable,
+        "python-path": str(folder / "python"),
         "python-version": str(inputs.get("python-version", "")),
     }
     return 0, 0.3
