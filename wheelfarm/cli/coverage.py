@@ -19,7 +19,7 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--write-docs",
         action="store_true",
-        help="rewrite the farm root's docs/coverage.md and README table",
+        help="rewrite the farm root's docs/coverage.md and README summary line",
     )
 
 
