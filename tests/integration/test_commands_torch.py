@@ -23,15 +23,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import UV, DemoBuild, needs_uv, serve_wheel
+from tests.integration.conftest import (
+    UV,
+    DemoBuild,
+    cpu_torch_venv,
+    needs_uv,
+    serve_wheel,
+    standin_torch,
+)
 from wheelfarm.core.commands import hash_commands, install_commands, uv_project
-from wheelfarm.core.wheelfile import write_wheel
 from wheelfarm.index.serve import served
 
 pytestmark = pytest.mark.integration
 
 VERSION = "0.1.0+cu130torch2.14"
-CPU_TORCH = "torch==2.13.0+cpu"
 
 
 @dataclass(frozen=True)
@@ -39,20 +44,6 @@ class Indexes:
     farm: str  # the cell's index: .../cu130/torch2.14/
     pytorch: str  # the stand-in of https://download.pytorch.org/whl/cu130
     pypi: str  # the stand-in PyPI, every installer's default index
-
-
-def standin_torch(folder: Path, version: str) -> None:
-    """A wheel of torch's name and `version` (a module and its metadata, no libraries) in a PEP
-    503 project folder `folder/torch/`."""
-    info = f"torch-{version}.dist-info"
-    files = {
-        "torch/__init__.py": f"__version__ = {version!r}\n".encode(),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n".encode(),
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    name = f"torch-{version}-py3-none-any.whl"
-    write_wheel(folder / "torch" / name, files, info)
-    (folder / "torch" / "index.html").write_text(f'<a href="{name}">{name}</a>\n', encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -103,22 +94,6 @@ def _demo(py: Path) -> str:
     ).stdout.strip()
 
 
-def _cpu_torch_venv(folder: Path) -> Path:
-    """A venv holding the real CPU torch 2.13.0 (its own dependencies left out: the commands
-    replace it). It comes from pip's own configuration, which on the farm's machines finds it
-    on disk; elsewhere that is PyTorch's CPU index."""
-    subprocess.run([sys.executable, "-m", "venv", folder], check=True)
-    py = folder / "bin" / "python"
-    got = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", CPU_TORCH],
-                         capture_output=True, text=True, check=False)  # fmt: skip
-    if got.returncode != 0:
-        pytest.skip(
-            f"pip cannot get {CPU_TORCH} here (PyTorch's CPU index has it): {got.stderr[-300:]}"
-        )
-    assert _torch(py) == "2.13.0+cpu"
-    return py
-
-
 TOOLS = ["pip", pytest.param("uv", marks=needs_uv)]
 
 
@@ -143,7 +118,7 @@ def test_a_torch_that_fits_stays_as_it_is(tool: str, indexes: Indexes, tmp_path:
 def test_a_cpu_torch_of_another_minor_gets_pytorchs_cuda_build_not_pypis(
     tool: str, indexes: Indexes, tmp_path: Path
 ) -> None:
-    py = _cpu_torch_venv(tmp_path / "venv")
+    py = cpu_torch_venv(tmp_path / "venv")
     printed = install_commands("wheelfarm-demo", VERSION, indexes.farm, indexes.pytorch)
     result = _run(getattr(printed, tool), py, indexes, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -153,7 +128,7 @@ def test_a_cpu_torch_of_another_minor_gets_pytorchs_cuda_build_not_pypis(
 def test_without_pytorchs_index_pip_takes_pypis_torch(indexes: Indexes, tmp_path: Path) -> None:
     """The control: the former command, with the farm's index alone, replaces the CPU torch 2.13
     by PyPI's torch (on Windows the CPU build again)."""
-    py = _cpu_torch_venv(tmp_path / "venv")
+    py = cpu_torch_venv(tmp_path / "venv")
     result = _run(
         install_commands("wheelfarm-demo", VERSION, indexes.farm).pip, py, indexes, tmp_path
     )

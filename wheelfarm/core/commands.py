@@ -46,14 +46,14 @@ def install_commands(
     spec = f'"{name}=={version}"'
     pip_extra = f" --extra-index-url {index}" + (f" --extra-index-url {torch}" if torch else "")
     uv_extra = f" --index {index}" + (f" --index {torch}" if torch else "")
-    pip = f"{_quoted(python)} -m pip" if python else "pip"
-    uv_python = f" --python {_quoted(python)}" if python else ""
+    pip = f"{shell_word(python)} -m pip" if python else "pip"
+    uv_python = f" --python {shell_word(python)}" if python else ""
     return InstallCommands(
         pip=f"{pip} install {spec}{pip_extra}", uv=f"uv pip install{uv_python} {spec}{uv_extra}"
     )
 
 
-def _quoted(path: str) -> str:
+def shell_word(path: str) -> str:
     """A path as a shell word: left alone when plain (a Windows path's backslashes included)."""
     plain = all(c.isalnum() or c in "/\\._-:" for c in path)
     return path if plain else shlex.quote(path)
