@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -27,19 +26,12 @@ _KEY = re.compile(r"^\s+(?P<key>\w+):[^#]*(?:#(?P<comment>.*))?$")
 SHOWN = 3  # nearest planned cells named
 
 
-@dataclass(frozen=True)
-class Wanted:
-    """The requested cell, in the matrix's spellings."""
-
-    package: str
-    version: str
-    torch: str
-    cuda: str
-    python: str
-    platform: str
+class Wanted(Cell):
+    """The requested cell (a wheel request's form, doctor's machine), in the matrix's spellings:
+    a plan's Cell, which may be none of the plan's."""
 
     def cell_text(self) -> str:
-        return f"{self.cuda} / torch {self.torch} / Python {self.python} / {self.platform}"
+        return describe(self)
 
 
 def describe(cell: Cell) -> str:

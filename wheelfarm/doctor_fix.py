@@ -13,7 +13,7 @@ from wheelfarm import axes
 from wheelfarm.core.commands import install_commands, shell_word
 from wheelfarm.core.errors import WheelfarmError
 from wheelfarm.core.root import FarmRoot
-from wheelfarm.matrix.expand import Cell, Expansion, expand
+from wheelfarm.matrix.expand import Expansion, expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix, Package
 
@@ -68,8 +68,9 @@ class Remedy:
         package = axes.find_package(matrix, name)
         if package is None:
             return f"the farm plans no {name} wheel: {name} is none of its packages"
-        want = axes.Wanted(package.name, version, **{k: str(v) for k, v in cell.items()})
-        cell_id = Cell(**vars(want)).id
+        want = axes.Wanted(package=package.name, version=version,
+                           **{k: str(v) for k, v in cell.items()})  # fmt: skip
+        cell_id = want.id
         build = next((b for b in expansion.builds if any(c.id == cell_id for c in b.covers)), None)
         if build is None:
             return f"the farm plans no {name} {version} wheel for {want.cell_text()}: " + (

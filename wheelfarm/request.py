@@ -99,23 +99,6 @@ READERS: dict[str, Callable[[str], str | None]] = {
 }
 
 
-@dataclass(frozen=True)
-class Request:
-    package: str
-    version: str
-    torch: str
-    cuda: str
-    python: str
-    platform: str
-
-    @property
-    def cell_id(self) -> str:
-        return (
-            f"{self.package}-{self.version}-{self.cuda}-torch{self.torch}-"
-            f"cp{self.python.replace('.', '')}-{self.platform}"
-        )
-
-
 def _field(key: str, value: str) -> str:
     """One answer in its shape, from the user's words where it has a reader; a UsageError that
     names the field and the words it takes, never the requester's text."""
@@ -138,7 +121,7 @@ def _field(key: str, value: str) -> str:
     return value
 
 
-def read_form(body: str) -> Request:
+def read_form(body: str) -> axes.Wanted:
     """The form's six answers, each in its shape; UsageError names the first answer that is
     missing, of another shape or given twice (by its label, not its text)."""
     parts = _HEADING.split(body[:MAX_BODY])
@@ -157,7 +140,7 @@ def read_form(body: str) -> Request:
         msg = "the request's version is not a version like 2.8.3; edit the issue to fix it"
         raise UsageError(msg) from None
     fields |= {"package": canonicalize_name(fields["package"]), "version": version}
-    return Request(**fields)
+    return axes.Wanted(**fields)
 
 
 @dataclass(frozen=True)
@@ -178,7 +161,7 @@ class Context:
     cron: str | None = None
 
 
-def answer(plan: Plan, request: Request, context: Context) -> Answer:
+def answer(plan: Plan, request: axes.Wanted, context: Context) -> Answer:
     """Which axis the farm cannot serve, else published / planned / deferred for its cell."""
     matrix = context.matrix
     package = axes.find_package(matrix, request.package)
@@ -187,7 +170,7 @@ def answer(plan: Plan, request: Request, context: Context) -> Answer:
             f"Not planned: {axes.unknown_package(matrix, request.package)}", planned=False
         )
     request = replace(request, package=package.name)
-    want = axes.Wanted(**vars(request))
+    want = request
     if request.version not in axes.versions_of(package):
         head = axes.unpackaged_version(package, request.version)
         newest = axes.versions_of(package)[-1]
@@ -198,7 +181,7 @@ def answer(plan: Plan, request: Request, context: Context) -> Answer:
         )
     if problem := axes.grid_problem(matrix, want):
         return Answer(f"Not planned: {problem}{_nearest(plan, want)}", planned=False)
-    cell_id = request.cell_id
+    cell_id = request.id
     for ex in plan.expansion.excluded:
         if ex.cell.id == cell_id:
             why = axes.exclusion(ex, package)

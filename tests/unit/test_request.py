@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.roots import REPO
+from wheelfarm.axes import Wanted
 from wheelfarm.cli import main
 from wheelfarm.core.commands import install_commands
 from wheelfarm.core.errors import UsageError
@@ -17,7 +18,7 @@ from wheelfarm.core.schedule import next_run
 from wheelfarm.matrix.expand import Cell, expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.plan import Plan, make_plan
-from wheelfarm.request import SHAPES, Context, Request, answer, read_form
+from wheelfarm.request import SHAPES, Context, answer, read_form
 
 LABELS = {"package": "Package", "version": "Version", "torch": "torch", "cuda": "CUDA",
           "python": "Python", "platform": "Platform"}  # fmt: skip
@@ -42,7 +43,7 @@ CONTEXT = Context(MATRIX)
 
 def test_a_form_reads_into_the_plans_cell() -> None:
     request = read_form(form_of(CELL))
-    assert request.cell_id == CELL.id
+    assert request.id == CELL.id
 
 
 PLAN = make_plan(MATRIX, EXPANSION)
@@ -226,7 +227,7 @@ def test_any_body_reads_into_shaped_fields_or_one_usage_error(body: str) -> None
         return
     for key, (shape, _) in SHAPES.items():
         assert shape.fullmatch(getattr(request, key))
-    assert request.cell_id.isascii() and request.cell_id.isprintable()
+    assert request.id.isascii() and request.id.isprintable()
 
 
 def test_the_command_answers_and_writes_the_selection(
@@ -245,4 +246,4 @@ def test_the_command_answers_and_writes_the_selection(
 
 
 def test_request_is_a_dataclass_of_the_six_answers() -> None:
-    assert set(Request.__dataclass_fields__) == set(SHAPES) == set(LABELS)
+    assert set(Wanted.__dataclass_fields__) == set(SHAPES) == set(LABELS)
