@@ -95,6 +95,9 @@ def test_a_new_package_goes_from_the_guides_template_to_a_pinned_install(
         site = re.search(r"at (http://\S+/)", serve.stdout.readline())
         assert site is not None
         py = fresh_venv(tmp_path / "venv", torch_env_of(cache_dir, tmp_path / "env.log"))
+        # the venv's own setuptools (65.5, from ensurepip) would shadow the torch env's, which
+        # meets torch's `setuptools>=77.0.3`; a user's venv where torch was installed has it
+        subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", "setuptools"], check=True)
         (tmp_path / "pytorch").mkdir()
         with served(tmp_path / "pytorch") as pytorch:
             argv = shlex.split(command.replace("http://127.0.0.1:8000/", site[1]))
