@@ -111,6 +111,8 @@ def test_a_new_package_goes_from_the_guides_template_to_a_pinned_install(
     finally:
         serve.terminate()
         serve.wait(timeout=10)
+        if serve.stdout is not None:
+            serve.stdout.close()
     imported = subprocess.run([py, "-c", "import torch, guide_kernels._C; print('ok')"],
                               capture_output=True, text=True, check=False)  # fmt: skip
     assert imported.stdout.strip() == "ok", imported.stderr
