@@ -394,9 +394,13 @@ def _compile(target: Target, opts: BuildOptions, steps: Steps) -> _Compiled:
     include = envs.python_include(py, run=run)
     env = compile_env(target, tc, py.parent, torch_site, work, opts.cache, link, include)
     env = shard.prepare(env, opts.split, src=src, work=work)
+    archs = build.archs.torch if build.archs.archs else "none (no device code)"
+    logger.info("archs: %s; MAX_JOBS=%s", archs, env.get("MAX_JOBS"))
     with steps.step("compile") as log:
         built, ccache = compile_wheel(py, src, work / "dist", env, log, opts.deadline, run=run)
         split = shard.finish(opts.split, ccache, env)
+    if ccache:
+        logger.info("compiler cache: %d hits, %d misses", ccache["hits"], ccache["misses"])
     return _Compiled(
         work, python, index, tc, torch_env, torch_site, env, built, ccache, split,
         dict(steps.durations), build.label,

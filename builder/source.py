@@ -3,6 +3,7 @@ and apply the package's declared patches."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import logging
@@ -217,7 +218,8 @@ def fetch(
             sdist_index, s.sdist, str(source.version), deadline, allow_yanked=source.allow_yanked
         )
         dest = cache / "sdists" / s.sha256 / url.rsplit("/", 1)[-1]
-        archive = download(url, dest, s.sha256, deadline=deadline)
+        pinned_by = _pinned_by(root, s.sha256)
+        archive = download(url, dest, s.sha256, deadline=deadline, pinned_by=pinned_by)
         tree = _extract(archive, src_root)
     elif s.git is not None and s.commit is not None:
         _clone(
@@ -245,6 +247,16 @@ def fetch(
             log=log,
         )
     return tree if s.subdir is None else _build_folder(package, tree, s.subdir)
+
+
+def _pinned_by(root: FarmRoot, sha256: str) -> str:
+    """The package file and line that pin `sha256` (`matrix/packages/NAME.yaml:12`), or ""."""
+    for path in sorted(root.packages.glob("*.yaml")):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if sha256 in line:
+                    return f"matrix/packages/{path.name}:{number}"
+    return ""
 
 
 def _clone(

@@ -1,6 +1,7 @@
 """Coverage: per package x platform, how many planned builds are published and how many are
-missing. Rendered as Markdown (docs/coverage.md, README between markers) and as an SVG chart
-for the landing page; and what the plan offers win_amd64 per torch (docs/comfyui.md's table)."""
+missing. Rendered as Markdown (the table in docs/coverage.md; one summary line in the README,
+between markers, so the front page stays short) and as an SVG chart for the landing page; and
+what the plan offers win_amd64 per torch (docs/comfyui.md's table)."""
 
 from __future__ import annotations
 
@@ -110,6 +111,17 @@ def _offered(cells: list[Cell]) -> str:
     return f"{versions}: {cudas}; py {pythons[0]}\N{EN DASH}{pythons[-1]}"
 
 
+def summary(rows: list[Row]) -> str:
+    """The README's coverage: one line of totals, and where the table and the chart are."""
+    built, planned = sum(r.built for r in rows), sum(r.planned for r in rows)
+    packages, platforms = len({r.package for r in rows}), len({r.platform for r in rows})
+    return (
+        f"{built:,} of {planned:,} planned wheels built ({packages} packages, {platforms} "
+        f"platforms): per package and platform in [docs/coverage.md](docs/coverage.md), and as "
+        f"a chart on a farm's landing page (`https://OWNER.github.io/REPO/#coverage`).\n"
+    )
+
+
 def svg(rows: list[Row]) -> str:
     """A horizontal bar per package x platform: green built, grey missing."""
     bar_w, row_h, label_w = 360, 22, 260
@@ -136,12 +148,12 @@ def svg(rows: list[Row]) -> str:
 
 
 def write_docs(rows: list[Row], root: FarmRoot) -> list[Path]:
-    """The farm root's docs/coverage.md in full and its README table between the markers;
+    """The farm root's docs/coverage.md in full and its README summary between the markers;
     refuses a root that is no checkout (an installed package has neither file)."""
     docs, readme = root.docs / "coverage.md", root.readme
     if not docs.parent.is_dir() or not readme.is_file() or START not in readme.read_text():
         msg = (
-            f"coverage --write-docs rewrites docs/coverage.md and the README table of a farm "
+            f"coverage --write-docs rewrites docs/coverage.md and the README summary of a farm "
             f"checkout; {str(root.path)!r} ({root.origin}) has no README.md with coverage "
             f"markers: run it in your checkout or pass --root"
         )
@@ -153,7 +165,7 @@ def write_docs(rows: list[Row], root: FarmRoot) -> list[Path]:
         encoding="utf-8",
     )
     text = readme.read_text(encoding="utf-8")
-    block = f"{START}\n## Coverage\n\n{table}{END}"
+    block = f"{START}\n## Coverage\n\n{summary(rows)}{END}"
     text = re.sub(
         re.escape(START) + r".*?" + re.escape(END), lambda _: block, text, flags=re.DOTALL
     )

@@ -13,6 +13,7 @@ from wheelfarm.core.forked import Forked
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.lock import LOCK_TIMEOUT
+from wheelfarm.index.printed import FARM_SCRIPT, farm_script
 from wheelfarm.index.site import Site
 from wheelfarm.index.sources import Policy, read_wheelhouse, yanked_versions
 from wheelfarm.index.unchanged import SiteResult, input_key, reuse
@@ -28,8 +29,10 @@ def site_extras(
 ) -> dict[str, bytes]:
     """Root files beside the index: the coverage chart of the listed `build_ids` against the
     plan `expansion` where the site is a farm's (None for a local site: its page shows only
-    what it holds, not a plan it never meant to build), and the root's install helper."""
-    extra: dict[str, bytes] = {}
+    what it holds, not a plan it never meant to build), the root's install helper, and
+    `farm.js`: what the landing page's commands need of the matrix (PyTorch's index for a
+    CUDA, torch.yaml's `index_url`), as a script so the page works opened from disk."""
+    extra = {FARM_SCRIPT: farm_script(matrix.index_url).encode()}
     if expansion is not None:
         from wheelfarm.index.coverage import coverage, svg  # noqa: PLC0415 - a farm's site only
 

@@ -360,16 +360,33 @@ def choose(
     """The wheel of `package` (== `pin` when given) ranked first for `machine`: the most of its
     cell one covered cell shares, then the newest (PEP 440). None unless that is all of the cell,
     or with `nearest` (doctor's choice: its checks then say what differs)."""
-    field = "version" if pin and "+" in pin else "public_version"
 
     def rank(w: Wheel) -> tuple[int, tuple[object, ...]]:
         agree = max(sum(c.get(k) == machine[k] for k in CELL) for c in w.get("covers") or [{}])
         return agree, version_key(str(w["version"]))
 
-    best = max((w for w in wheels if normalize(str(w.get("name", ""))) == package
-                and (pin is None or version_key(str(w[field])) == version_key(pin))),
-               key=rank, default=None)  # fmt: skip
+    best = max(pinned(wheels, package, pin), key=rank, default=None)
     return best if best is None or nearest or rank(best)[0] == len(CELL) else None
+
+
+def pinned(wheels: list[Wheel], package: str, pin: str | None) -> list[Wheel]:
+    field = "version" if pin and "+" in pin else "public_version"  # a full pin, or a public one
+    return [w for w in wheels if normalize(str(w.get("name", ""))) == package
+            and (pin is None or version_key(str(w[field])) == version_key(pin))]  # fmt: skip
+
+
+def mismatch(wheels: list[Wheel], package: str, pin: str | None, machine: Cell) -> str:
+    """The axes the index's nearest cell differs in, and the (CUDA, torch) pairs it has for the
+    machine's Python and platform: what of their cell a user must change."""
+    covers = [c for w in pinned(wheels, package, pin) for c in w["covers"]]
+    if not covers:
+        have = ", ".join(sorted({str(w["public_version"]) for w in pinned(wheels, package, None)}))
+        return f"it has {package} {have} only" if have else f"it has no {package}"
+    wrong = min(([k for k in CELL if c[k] != machine[k]] for c in covers), key=len)
+    pairs = {f"{c['cuda']}/torch{c['torch']}" for c in covers if c["python"] == machine["python"]
+             and c["platform"] == machine["platform"]}  # fmt: skip
+    return (f"the mismatch is {' and '.join(wrong)}; for Python {machine['python']} on "
+            f"{machine['platform']} it has {', '.join(sorted(pairs)) or 'none'}")  # fmt: skip
 
 
 def checked(wheel: Wheel) -> Wheel:
@@ -470,11 +487,8 @@ def install(args: argparse.Namespace) -> int:
     wheel = choose(wheels, package, pin, machine)
     cell = ", ".join(f"{k} {machine[k]}" for k in CELL)
     if wheel is None:
-        combos = sorted({(c["cuda"], c["torch"]) for w in wheels if w["name"] == package
-                         for c in w["covers"]})  # fmt: skip
-        have = ", ".join(f"{c}/torch{t}" for c, t in combos) or "none"
-        print(f"no {package}{'==' + pin if pin else ''} wheel for {cell}; this index has "
-              f"{package} for: {have}", file=sys.stderr)  # fmt: skip
+        print(f"no {package}{'==' + pin if pin else ''} wheel for {cell}: "
+              f"{mismatch(wheels, package, pin, machine)}", file=sys.stderr)  # fmt: skip
         return 1
     checked(wheel)
     check_gpu(wheel, machine, ignore=args.ignore_gpu)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import re
 import subprocess
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -38,12 +37,15 @@ from packaging.version import InvalidVersion, Version
 
 from wheelfarm.builder.binary import inspect_binary, is_binary
 from wheelfarm.core import loadcheck, record
+from wheelfarm.core.commands import install_commands
 from wheelfarm.core.errors import SiteError, UsageError
 from wheelfarm.core.http import Deadline, make_session, request
 from wheelfarm.core.jsonread import loads
 from wheelfarm.core.label import Label, cuda_tag, torch_minor
 from wheelfarm.core.platforms import platform_family
 from wheelfarm.core.root import FarmRoot
+from wheelfarm.doctor_fix import Remedy
+from wheelfarm.doctor_import import Check, Installed, failed, import_check, passed, top_modules
 from wheelfarm.index.entries import NOT_RUN
 from wheelfarm.matrix.facts import load_facts
 from wheelfarm.scripts.wheelfarm_install import (
@@ -58,32 +60,7 @@ from wheelfarm.scripts.wheelfarm_install import (
     runs_text,
 )
 
-PROBE_SECONDS = 180  # the import check: torch and the extension, on a cold disk
 MAX_INDEX_BYTES = 256 << 20  # the install helper's cap: a 100,000-wheel packages.json is ~60 MB
-# What an import failure says -> (the check that failed, what it means)
-DECODE = (
-    (re.compile(r"undefined symbol: _ZN(3c10|2at|5torch)"), "torch",
-     "the extension was built for another torch: its C++ symbols are missing"),
-    (re.compile(r"lib(cudart|cublas\w*|cusparse|cufft|nvrtc)\.so\.(\d+)"), "cuda",
-     "the extension links a CUDA runtime library this torch does not bring"),
-    (re.compile(r"GLIBC_(\d+\.\d+)' not found"), "platform",
-     "the extension needs a newer glibc than this system has"),
-    (re.compile(r"GLIBCXX_|CXXABI_"), "platform",
-     "the extension needs a newer libstdc++ than this system has"),
-    (re.compile(r"no kernel image is available"), "gpu",
-     "the wheel has no SASS or PTX this GPU can run"),
-    (re.compile(r"driver version is insufficient|found no NVIDIA driver", re.IGNORECASE), "driver",
-     "the NVIDIA driver is missing or too old for this CUDA runtime"),
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    found: str
-    needed: str
-    fix: str = ""
 
 
 @dataclass
@@ -107,6 +84,7 @@ class WheelFacts:
     name: str
     label: Label | None
     tag: Tag
+    version: str = ""  # its public version: a fix names the farm's wheel of another cell
     cubins: set[str] = field(default_factory=set)  # 'sm_90', 'sm_120a', ...
     ptx: set[str] = field(default_factory=set)
     archs_known: bool = True  # False: an index entry that lists no archs
@@ -117,14 +95,6 @@ class WheelFacts:
         info = inspect_binary(data)
         self.cubins |= info.cubins
         self.ptx |= info.ptx
-
-
-def passed(name: str, found: str, needed: str) -> Check:
-    return Check(name, ok=True, found=found, needed=needed)
-
-
-def failed(name: str, found: str, needed: str, fix: str = "") -> Check:
-    return Check(name, ok=False, found=found, needed=needed, fix=fix)
 
 
 def probe(python: str, *, run: Run | None = None) -> Env:
@@ -177,7 +147,9 @@ def read_wheel(path: Path) -> WheelFacts:
     """Name, label, tag and the archs of every binary's fatbin."""
     try:
         name, version, _, tags = parse_wheel_filename(path.name)
-        facts = WheelFacts(path.name, name, _label(version.local), min(tags, key=str))
+        facts = WheelFacts(
+            path.name, name, _label(version.local), min(tags, key=str), version.public
+        )
         with zipfile.ZipFile(path) as zf:
             for member in zf.namelist():
                 if is_binary(member):
@@ -195,7 +167,7 @@ def _label(local: str | None) -> Label | None:
         return None
 
 
-def _python(w: WheelFacts, env: Env) -> Check:
+def _python(w: WheelFacts, env: Env, fix: Remedy) -> Check:
     interp = w.tag.interpreter
     want = f"{interp[2]}.{interp[3:]}" if len(interp) > 3 else interp[2:]  # noqa: PLR2004
     if w.tag.abi in ("abi3", "none"):  # a limited-API build, or no Python C API at all
@@ -204,11 +176,15 @@ def _python(w: WheelFacts, env: Env) -> Check:
     else:
         ok = env.python == want
         needed = f"CPython {want}"
-    fix = "" if ok else f"use the wheel built for cp{env.python.replace('.', '')}"
-    return Check("python", ok, f"CPython {env.python}", needed, fix)
+    return Check("python", ok, f"CPython {env.python}", needed, _other(ok, w, env, fix))
 
 
-def _platform(w: WheelFacts, env: Env) -> Check:
+def _other(ok: bool, w: WheelFacts, env: Env, fix: Remedy) -> str:  # noqa: FBT001
+    """No fix where the check passed, else the farm's wheel of the interpreter's own cell."""
+    return "" if ok else fix.wheel(w.name, w.version, cell(env))
+
+
+def _platform(w: WheelFacts, env: Env, fix: Remedy) -> Check:
     family = platform_family(w.tag.platform) or w.tag.platform
     floor = re.match(r"manylinux_(\d+)_(\d+)_", w.tag.platform)
     needed = family + (f", glibc >= {floor[1]}.{floor[2]}" if floor else "")
@@ -216,36 +192,37 @@ def _platform(w: WheelFacts, env: Env) -> Check:
     ok = family == env.platform
     if ok and floor and env.glibc is not None:
         ok = env.glibc >= (int(floor[1]), int(floor[2]))
-    fix = "" if ok else f"use the wheel built for {env.platform} (or a system with that glibc)"
-    return Check("platform", ok, found, needed, fix)
+    return Check("platform", ok, found, needed, _other(ok, w, env, fix))
 
 
-def _torch(w: WheelFacts, env: Env) -> Check:
+def _torch(w: WheelFacts, env: Env, fix: Remedy) -> Check:
     if w.label is None or w.label.torch is None:
         return passed("torch", str(env.torch), "any torch (a torch-free wheel)")
-    built = Version(w.label.torch)
+    built = w.label.torch
     if env.torch is None:
         return failed("torch", f"no torch ({env.torch_error or 'not installed'})",
-                     f"torch {built}", f"pip install 'torch=={built}.*'")  # fmt: skip
+                     f"torch {built}", fix.torch(built, w.label.cuda))  # fmt: skip
     have = Version(f"{env.torch.major}.{env.torch.minor}")
-    ok = have >= built if w.label.stable else have == built
+    ok = have >= Version(built) if w.label.stable else have == Version(built)
     needed = f"torch >= {built} (stable ABI)" if w.label.stable else f"torch {built}.x"
-    fix = "" if ok else f"pip install 'torch=={built}.*' (or the wheel built for torch {have})"
-    return Check("torch", ok, f"torch {env.torch}", needed, fix)
+    fixes = "" if ok else f"{_other(ok, w, env, fix)}\n{fix.torch(built, w.label.cuda)}".strip()
+    return Check("torch", ok, f"torch {env.torch}", needed, fixes)
 
 
-def _cuda(w: WheelFacts, env: Env) -> Check:
+def _cuda(w: WheelFacts, env: Env, fix: Remedy) -> Check:
     if w.label is None:
         return failed("cuda", str(env.cuda), "a farm label (+cuXYZ...)",
                       "this is not a farm wheel: its CUDA is unknown")  # fmt: skip
     major = w.label.cuda[2:-1]
-    have = (env.cuda or "").split(".", maxsplit=1)[0]
-    ok = have == major
-    fix = "" if ok else (
-        f"install the wheel built for cu{(env.cuda or '').replace('.', '')}, or a torch for "
-        f"CUDA {major}.x"
-    )  # fmt: skip
-    return Check("cuda", ok, f"torch's CUDA {env.cuda}", f"CUDA {major}.x", fix)
+    if env.torch is None:
+        return failed("cuda", "no torch", f"CUDA {major}.x", "see the torch check")
+    minor = torch_minor(env.torch)
+    if env.cuda is None:  # torch.version.cuda is None: a CPU build
+        return failed("cuda", f"torch {env.torch}: a CPU build (no CUDA)", f"CUDA {major}.x",
+                      fix.torch(minor, w.label.cuda))  # fmt: skip
+    ok = env.cuda.split(".", maxsplit=1)[0] == major
+    fixes = "" if ok else f"{_other(ok, w, env, fix)}\n{fix.torch(minor, w.label.cuda)}".strip()
+    return Check("cuda", ok, f"torch's CUDA {env.cuda}", f"CUDA {major}.x", fixes)
 
 
 def _gpu(w: WheelFacts, env: Env) -> Check:
@@ -263,7 +240,10 @@ def _gpu(w: WheelFacts, env: Env) -> Check:
             "gpu", ok=True, found=f"compute capability {cc}", needed="any GPU (no device code)"
         )
     ok = runs_any(env.gpu, w.cubins, w.ptx)
-    fix = "" if ok else f"build for it: wheelfarm build --local --package {w.name} --archs {cc}"
+    fix = "" if ok else (
+        f"the farm's {w.name} wheel carries no code for {cc}; a build that does needs nvcc and a "
+        f"farm checkout: wheelfarm build --local --package {w.name} --archs {cc}"
+    )  # fmt: skip
     return Check("gpu", ok, f"compute capability {cc}", needed, fix)
 
 
@@ -280,82 +260,30 @@ def _driver(w: WheelFacts, env: Env, root: FarmRoot) -> Check:
                  "" if ok else f"upgrade the NVIDIA driver to {floor} or newer")  # fmt: skip
 
 
-def decode(error: str) -> tuple[str, str] | None:
-    """(check, meaning) of a known import failure."""
-    for pattern, check, meaning in DECODE:
-        if pattern.search(error):
-            return check, meaning
-    return None
-
-
-def import_check(
-    python: str, wheel: Path | None, modules: list[str], *, run: Run | None = None
-) -> Check:
-    """Import torch and the modules (from the wheel unpacked beside the interpreter's torch),
-    then load each extension module the wheel's RECORD holds in a child of its own: a
-    namespace package imports with a broken binary, and a crash must fail the check, not
-    doctor."""
-    with tempfile.TemporaryDirectory(prefix="wheelfarm-doctor-") as tmp:
-        env = None
-        members: list[str] = []
-        if wheel is not None:
-            with zipfile.ZipFile(wheel) as zf:
-                zf.extractall(tmp)  # read_wheel has parsed it; zipfile keeps members inside tmp
-            env = {"PYTHONPATH": tmp, "PATH": ""}
-            members = loadcheck.extension_members(loadcheck.record_members(wheel))
-        code = "import torch\n" + "".join(f"import {m}\n" for m in modules)
-        problem = _child(python, ["-c", code], env, ", ".join(modules), run)
-        for member in members:
-            if problem is not None:
-                break
-            load = ["-c", loadcheck.LOAD_PROGRAM, "torch", tmp, member]
-            problem = _child(python, load, env, f"loading {member}", run)
-    if problem is not None:
-        return problem
-    loaded = f"; loaded {len(members)} binaries" if members else ""
-    return passed("import", f"imported {', '.join(modules)}{loaded}", "import succeeds")
-
-
-def _child(
-    python: str, args: list[str], env: dict[str, str] | None, what: str, run: Run | None
-) -> Check | None:
-    """Run one import-check child; None when it succeeded, else the failed check naming what
-    it died of (exception or signal)."""
-    try:
-        result = (run or subprocess.run)([python, *args], capture_output=True, text=True,
-                                         timeout=PROBE_SECONDS, env=env, check=False)  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return failed("import", f"{what}: {exc!r}", "import succeeds", "")
-    if result.returncode == 0:
-        return None
-    why = loadcheck.died(result.returncode, result.stderr.splitlines())
-    decoded = decode(result.stderr)
-    fix = f"see the {decoded[0]} check: {decoded[1]}" if decoded else "read the error above"
-    return failed("import", f"{what}: {why}"[:300], "import succeeds", fix)
-
-
-def _modules(wheel: Path) -> list[str]:
-    """Top-level packages of a wheel, from its file list."""
-    with zipfile.ZipFile(wheel) as zf:
-        tops = {n.split("/", 1)[0] for n in zf.namelist() if "/" in n}
-    return sorted(t for t in tops if not t.endswith((".dist-info", ".data", ".libs")))
-
-
 def diagnose(
-    wheel: Path, python: str, root: FarmRoot, *, gpu: bool = True, run: Run | None = None
+    wheel: Path,
+    python: str,
+    root: FarmRoot,
+    *,
+    gpu: bool = True,
+    site: str | None = None,
+    run: Run | None = None,
 ) -> list[Check]:
-    """The seven checks of a wheel file against an interpreter and this machine's GPU."""
+    """The seven checks of a wheel file against an interpreter and this machine's GPU; `site`,
+    the farm's, is where a fix finds the wheel of another cell."""
     facts = read_wheel(wheel)
     facts.kernels = recorded_kernels(wheel)
     env = probe(python, run=run)
     if gpu:
         env.gpu, env.driver = gpu_and_driver(run=run)
-    return [*_checks(facts, env, root), import_check(python, wheel, _modules(wheel), run=run)]
+    checks = _checks(facts, env, root, Remedy(root, python, site))
+    return [*checks, import_check(python, wheel, top_modules(wheel), run=run)]
 
 
-def installed(python: str, env: Env, name: str) -> tuple[WheelFacts, list[str]]:
-    """What the interpreter has installed of `name` (its label, tag and binaries' archs) and its
-    top-level packages, read here from the metadata on the interpreter's sys.path (`env.path`)."""
+def installed(python: str, env: Env, name: str) -> tuple[WheelFacts, list[str], Installed]:
+    """What the interpreter has installed of `name` (its label, tag and binaries' archs), its
+    top-level packages and the extension modules its RECORD lists, read here from the metadata
+    on the interpreter's sys.path (`env.path`)."""
     dist = next(iter(metadata.distributions(name=name, path=list(env.path))), None)
     if dist is None:
         msg = f"{name!r} is not installed in {python}; pass a wheel file, or install it first"
@@ -368,29 +296,34 @@ def installed(python: str, env: Env, name: str) -> tuple[WheelFacts, list[str]]:
     except (InvalidVersion, ValueError, TypeError) as exc:
         msg = f"{name} {dist.version!r} was not installed from a wheel ({exc})"
         raise UsageError(msg) from exc
-    facts = WheelFacts(f"{name}-{version}", name, _label(version.local), Tag(interp, abi, plat))
+    facts = WheelFacts(f"{name}-{version}", name, _label(version.local), Tag(interp, abi, plat),
+                       version.public)  # fmt: skip
     files = dist.files or []
     for f in files:
         if f.suffix in (".so", ".pyd") or ".so." in f.name:
             with contextlib.suppress(OSError, ValueError):  # an unreadable file carries no archs
                 facts.add(Path(str(dist.locate_file(f))).read_bytes())
     tops = {f.parts[0] for f in files if len(f.parts) > 1}  # not '..' (scripts), nor *.dist-info
-    return facts, sorted(t for t in tops if t.isidentifier() and t != "__pycache__")
+    members = loadcheck.extension_members([f.as_posix() for f in files])
+    binaries = Installed(str(dist.locate_file("")), tuple(members))
+    return facts, sorted(t for t in tops if t.isidentifier() and t != "__pycache__"), binaries
 
 
-def _checks(facts: WheelFacts, env: Env, root: FarmRoot) -> list[Check]:
-    return [_python(facts, env), _platform(facts, env), _torch(facts, env), _cuda(facts, env),
-            _gpu(facts, env), _driver(facts, env, root)]  # fmt: skip
+def _checks(facts: WheelFacts, env: Env, root: FarmRoot, fix: Remedy) -> list[Check]:
+    return [_python(facts, env, fix), _platform(facts, env, fix), _torch(facts, env, fix),
+            _cuda(facts, env, fix), _gpu(facts, env), _driver(facts, env, root)]  # fmt: skip
 
 
 def diagnose_installed(
-    name: str, python: str, root: FarmRoot, *, run: Run | None = None
+    name: str, python: str, root: FarmRoot, *, site: str | None = None, run: Run | None = None
 ) -> list[Check]:
-    """The seven checks of an installed package in its interpreter."""
+    """The seven checks of an installed package in its interpreter: its modules imported, then
+    every binary its RECORD lists loaded in a child of its own."""
     env = probe(python, run=run)
-    facts, modules = installed(python, env, name)
+    facts, modules, binaries = installed(python, env, name)
     env.gpu, env.driver = gpu_and_driver(run=run)
-    return [*_checks(facts, env, root), import_check(python, None, modules, run=run)]
+    loaded = import_check(python, None, modules, installed=binaries, run=run)
+    return [*_checks(facts, env, root, Remedy(root, python, site)), loaded]
 
 
 def diagnose_index(
@@ -416,9 +349,22 @@ def diagnose_index(
             f"{base}packages.json: the entry {str(entry.get('filename'))!r} is unreadable ({exc!r})"
         )
         raise SiteError(msg) from exc
-    where = f"{facts.label.cuda}/torch{facts.label.torch}/" if facts.label else ""
-    fix = f"pip install '{facts.name}=={entry['version']}' --extra-index-url {base}{where}"
-    return [*_checks(facts, env, root), failed("import", "not installed", "import succeeds", fix)]
+    site = base if "://" in base else Path(base).resolve().as_uri() + "/"
+    remedy = Remedy(root, python, site)
+    covers = entry.get("covers") or [{}]
+    here = next((c for c in covers if c == cell(env)), covers[0])
+    index = f"{site}{here.get('cuda')}/torch{here.get('torch')}/"
+    grid = remedy.grid()
+    torch = (
+        grid[0].torch_index(facts.label.cuda)
+        if grid and facts.label and facts.label.torch
+        else None
+    )
+    fix = install_commands(facts.name, str(entry["version"]), index, torch, python=python).pip
+    return [
+        *_checks(facts, env, root, remedy),
+        failed("import", "not installed", "import succeeds", fix),
+    ]
 
 
 def _index_wheels(base: str, deadline: Deadline | None) -> list[dict[str, Any]]:
@@ -474,7 +420,8 @@ def _pick(wheels: list[dict[str, Any]], name: str, env: Env, base: str) -> dict[
 def _entry_facts(entry: dict[str, Any]) -> WheelFacts:
     """Name, label, tag and (when listed) archs of a packages.json entry."""
     name, version, _, tags = parse_wheel_filename(entry["filename"])
-    facts = WheelFacts(entry["filename"], name, _label(version.local), min(tags, key=str))
+    facts = WheelFacts(entry["filename"], name, _label(version.local), min(tags, key=str),
+                       version.public)  # fmt: skip
     facts.kernels = listed_kernels(entry.get("kernels"))
     archs = entry.get("archs")
     if archs is None:
@@ -518,11 +465,12 @@ def _arch(arch: str) -> str:
 
 
 def report(checks: list[Check]) -> str:
+    """A line per check, then each of its fixes (one a line: `fix:`, then `or:`)."""
     width = max(len(c.name) for c in checks)
     lines = []
     for c in checks:
         mark = "pass" if c.ok else "FAIL"
         lines.append(f"{mark}  {c.name:<{width}}  found {c.found}; needs {c.needed}")
-        if not c.ok and c.fix:
-            lines.append(f"      {'':<{width}}  fix: {c.fix}")
+        for i, fix in enumerate(f for f in c.fix.splitlines() if f and not c.ok):
+            lines.append(f"      {'':<{width}}  {'or: ' if i else 'fix:'} {fix}")
     return "\n".join(lines)

@@ -223,6 +223,47 @@ def retag(wheel: Path, dest_dir: Path, *, label: str, python: str) -> Path:
     return dest
 
 
+def standin_torch(folder: Path, *versions: str) -> None:
+    """Wheels of torch's name and `versions` (a module answering `__version__` and
+    `version.cuda` as torch does, and its metadata; no libraries) in a PEP 503 project folder
+    `folder/torch/`: PyTorch's index or PyPI as far as torch goes, which this machine cannot
+    reach."""
+    links = []
+    for version in versions:
+        info = f"torch-{version}.dist-info"
+        local = version.partition("+")[2]
+        cuda = f"{local[2:-1]}.{local[-1]}" if local.startswith("cu") else None
+        files = {
+            "torch/__init__.py": f"from torch import version\n__version__ = {version!r}\n".encode(),
+            "torch/version.py": f"cuda = {cuda!r}\n".encode(),
+            f"{info}/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n".encode(),
+            f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        }
+        name = f"torch-{version}-py3-none-any.whl"
+        write_wheel(folder / "torch" / name, files, info)
+        links.append(f'<a href="{quote(name)}">{name}</a>\n')
+    (folder / "torch" / "index.html").write_text("".join(links), encoding="utf-8")
+
+
+CPU_TORCH = "torch==2.13.0+cpu"
+
+
+def cpu_torch_venv(folder: Path, *, importable: bool = False) -> Path:
+    """A venv holding the real CPU torch 2.13.0, its own dependencies left out (the commands
+    replace it) unless `importable` (doctor imports it). It comes from pip's own configuration,
+    which on the farm's machines finds it on disk; elsewhere that is PyTorch's CPU index."""
+    subprocess.run([sys.executable, "-m", "venv", folder], check=True)
+    py = folder / "bin" / "python"
+    deps = [] if importable else ["--no-deps"]
+    got = subprocess.run([py, "-m", "pip", "install", "-q", *deps, CPU_TORCH],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    if got.returncode != 0:
+        pytest.skip(
+            f"pip cannot get {CPU_TORCH} here (PyTorch's CPU index has it): {got.stderr[-300:]}"
+        )
+    return py
+
+
 NVCC = Path("/usr/local/cuda/bin/nvcc")
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from tests.integration.conftest import DRIPPING, SLACK, TIMEOUT, _server
 from wheelfarm.core.wheelfile import dist_info, read_files, write_wheel
-from wheelfarm.doctor import decode, read_wheel
+from wheelfarm.doctor import read_wheel
+from wheelfarm.doctor_import import decode
 
 from .conftest import DemoBuild, fresh_venv, retag, wheelfarm
 
@@ -161,7 +162,8 @@ def test_index_mode_checks_the_offered_wheel_without_downloading_it(
     assert all(lines[c].startswith("pass") for c in ("python", "platform", "torch", "cuda"))
     result = wheelfarm("doctor", "wheelfarm-demo", "--python", venv, "--index", site,
                        env=smi(tmp_path, "9.0, 580.82.07"), check=False)  # fmt: skip
-    assert f"--extra-index-url {site}/cu130/torch2.14/" in result.stdout
+    fix = f"--extra-index-url {site.as_uri()}/cu130/torch2.14/ --extra-index-url https://download.pytorch.org/whl/cu130"
+    assert fix in result.stdout  # the farm's wheel, and torch (if it moves) from PyTorch's index
     assert result.stdout.count("FAIL") == 1  # only import: the wheel would run once installed
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.conftest import wheelfarm
 from wheelfarm.core.wheelfile import write_wheel
-from wheelfarm.doctor import import_check
+from wheelfarm.doctor_import import import_check
 
 pytestmark = pytest.mark.integration
 
@@ -40,14 +41,14 @@ def extension(tmp_path: Path, crash: str) -> bytes:
     return out.read_bytes()
 
 
-def namespace_wheel(tmp_path: Path, binary: bytes) -> Path:
+def namespace_wheel(tmp_path: Path, binary: bytes, tag: str = "cp3-none-linux_x86_64") -> Path:
     """nspkg (a namespace package: no __init__.py) with nspkg/ext/_C as its only binary."""
-    wheel = tmp_path / "nspkg-1.0-cp3-none-linux_x86_64.whl"
+    wheel = tmp_path / f"nspkg-1.0-{tag}.whl"
     files = {
         f"nspkg/ext/_C{EXT}": binary,
         "torch/__init__.py": b"",
         "nspkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: nspkg\nVersion: 1.0\n",
-        "nspkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n",
+        "nspkg-1.0.dist-info/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n".encode(),
     }
     write_wheel(wheel, files, "nspkg-1.0.dist-info")
     return wheel
@@ -72,3 +73,26 @@ def test_a_binary_that_crashes_at_load_is_a_fail_not_a_dead_doctor(tmp_path: Pat
     check = import_check(sys.executable, namespace_wheel(tmp_path, crash), ["nspkg"])
     assert not check.ok
     assert check.found == f"loading nspkg/ext/_C{EXT}: crashed: killed by SIGBUS (signal 7)"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="gcc-built ELF extension")
+def test_doctor_loads_an_installed_packages_binaries_from_its_record(tmp_path: Path) -> None:
+    """`wheelfarm doctor NAME` on what pip installed: the namespace package imports with its
+    `.so` cut to 4 KB; loading the binary its RECORD lists fails the import check."""
+    good = extension(tmp_path, "(void)0")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    py = venv / "bin" / "python"
+    for binary, folder in ((good, "good"), (good[:4096], "cut")):
+        (tmp_path / folder).mkdir()
+        wheel = namespace_wheel(tmp_path / folder, binary, "py3-none-linux_x86_64")
+        subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", wheel],
+                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run([py, "-c", "import nspkg"], check=True)  # what `import` alone proved
+        result = wheelfarm("doctor", "nspkg", "--python", py, check=False)
+        (line,) = (x for x in result.stdout.splitlines() if x.split()[1:2] == ["import"])
+        if folder == "good":
+            assert line.startswith("pass") and "loaded 1 binaries" in line, result.stdout
+        else:
+            assert line.startswith("FAIL"), result.stdout
+            assert f"loading nspkg/ext/_C{EXT}: " in line

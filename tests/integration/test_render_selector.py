@@ -14,7 +14,7 @@ import pytest
 
 from tests.integration.conftest import DemoBuild, retag, wheelfarm
 from tests.roots import REPO
-from wheelfarm.core.commands import install_commands
+from wheelfarm.core.commands import hash_commands, install_commands, uv_project
 from wheelfarm.index.entries import Covered, WheelEntry
 from wheelfarm.index.serve import served
 from wheelfarm.index.site import build_site
@@ -91,27 +91,28 @@ def test_selector_gives_the_exact_commands(browser: object, site: Path, tmp_path
         _choose(driver, "package", "wheelfarm-demo")
         _choose(driver, "platform", "linux_x86_64")
         _choose(driver, "python", other_py)
-        assert (
-            text("pip-command")
-            == f'pip install "wheelfarm-demo==0.1.0+cu130torch2.13" --extra-index-url {url}cu130/torch2.13/'
+        torch = "https://download.pytorch.org/whl/cu130"  # torch.yaml's, through farm.js
+        assert text("pip-command") == (
+            f'pip install "wheelfarm-demo==0.1.0+cu130torch2.13" --extra-index-url '
+            f"{url}cu130/torch2.13/ --extra-index-url {torch}"
         )
+        assert "installs PyTorch's cu130 build of torch 2.13" in text("torch-note")
         here_py = f"3.{CP[3:]}"
         _choose(driver, "python", here_py)
         _choose(driver, "torch", "2.14")
         _choose(driver, "cuda", "cu126")
         # the commands `wheelfarm farm` prints, which tests/integration/test_front_door.py runs
-        printed = install_commands(
-            "wheelfarm-demo", "0.1.0+cu126torch2.14", f"{url}cu126/torch2.14/"
-        )
+        cell, torch = f"{url}cu126/torch2.14/", "https://download.pytorch.org/whl/cu126"
+        version = "0.1.0+cu126torch2.14"
+        printed = install_commands("wheelfarm-demo", version, cell, torch)
         assert text("pip-command") == printed.pip
         assert text("uv-command") == printed.uv
-        pinned = text("uv-pinned")
-        assert (
-            "[[tool.uv.index]]" in pinned
-            and f'url = "{url}cu126/torch2.14/"' in pinned
-            and "explicit = true" in pinned
+        # the page's uv project and hash mode are the Python ones, which
+        # tests/integration/test_commands_torch.py runs
+        assert text("uv-pinned") == uv_project(
+            "wheelfarm-demo", version, cell, ("cu126", "2.14"), torch
         )
-        assert 'wheelfarm-demo = { index = "wheelfarm-cu126-torch2.14" }' in pinned
+        assert text("hash-command") == hash_commands("wheelfarm-demo", version, cell, torch)
         link = driver.find_element(By.CSS_SELECTOR, "#direct a")  # type: ignore[attr-defined]
         assert link.get_attribute("href").startswith(
             f"{url}files/wheelfarm_demo-0.1.0%2Bcu126torch2.14-"

@@ -302,7 +302,8 @@ def test_local_farm_prints_a_working_pip_command(
     )
     lines = result.stdout.splitlines()
     index = f"{(tmp_path / 'site').resolve().as_uri()}/cu130/torch2.14/"
-    printed = install_commands("wheelfarm-demo", "0.1.0+cu130torch2.14", index)
+    torch = "https://download.pytorch.org/whl/cu130"  # torch.yaml's index_url for cu130
+    printed = install_commands("wheelfarm-demo", "0.1.0+cu130torch2.14", index, torch)
     assert lines[:3] == [printed.pip, f"# {UV_OUTSIDE_A_VENV}", printed.uv]
     py = fresh_venv(tmp_path / "venv", demo_build.torch_env)
     installed = pip(py, *shlex.split(printed.pip)[1:])

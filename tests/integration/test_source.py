@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -14,8 +15,9 @@ from packaging.version import Version
 from tests.integration.conftest import dripping, serve
 from tests.roots import REPO
 from wheelfarm.builder.source import fetch, sdist_url
-from wheelfarm.core.errors import BuildError
+from wheelfarm.core.errors import BuildError, NetworkError
 from wheelfarm.core.http import DeadlineError
+from wheelfarm.core.root import FarmRoot
 from wheelfarm.index.serve import served
 from wheelfarm.matrix.model import PackageVersion, Source
 
@@ -175,3 +177,30 @@ def test_a_git_fetch_that_hangs_is_killed_at_the_timeout(
     assert message.startswith("git fetch of https://example.invalid/x.git stopped at the overall")
     assert "--timeout 2s" in message
     assert took < 8
+
+
+def test_a_wrong_sha256_names_the_package_file_line_and_the_files_hash(tmp_path: Path) -> None:
+    """A maintainer's new package file with a mistyped sha256: the error names the YAML file and
+    line that pin it and the hash of the file served, so the fix is one edit."""
+    sdist = tmp_path / "site" / "f" / "newpkg-1.0.tar.gz"
+    sdist.parent.mkdir(parents=True)
+    sdist.write_bytes(b"not the pinned bytes")
+    got = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    page = tmp_path / "site" / "simple" / "newpkg"
+    page.mkdir(parents=True)
+    (page / "index.html").write_text('<a href="../../f/newpkg-1.0.tar.gz">newpkg-1.0.tar.gz</a>')
+    root = tmp_path / "farm"
+    (root / "matrix" / "packages").mkdir(parents=True)
+    wrong = "ab" * 32
+    (root / "matrix" / "packages" / "newpkg.yaml").write_text(
+        f'name: newpkg\nversions:\n  - version: "1.0"\n    source: {{sdist: newpkg, sha256: "{wrong}"}}\n'
+    )
+    source = PackageVersion(version=Version("1.0"), source=Source(sdist="newpkg", sha256=wrong))
+    with served(tmp_path / "site") as url, pytest.raises(NetworkError) as caught:
+        fetch("newpkg", source, tmp_path / "work", root=FarmRoot(root), cache=tmp_path / "cache",
+              sdist_index=f"{url}simple/", log=tmp_path / "log")  # fmt: skip
+    assert str(caught.value) == (
+        f"sha256 mismatch for {url}f/newpkg-1.0.tar.gz: expected {wrong}, got {got}; "
+        f"matrix/packages/newpkg.yaml:4 pins {wrong}: if {got} is the sha256 its index lists "
+        "for the file, put it there; else the file changed upstream"
+    )

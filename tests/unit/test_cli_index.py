@@ -38,7 +38,8 @@ def test_an_unchanged_rerun_stops_before_the_writer_and_a_change_does_not(
     assert main(argv) == 0
     assert main(argv) == 0
     assert len(writes) == 1
-    assert "0 files written" in capsys.readouterr().out.splitlines()[-1]
+    printed = capsys.readouterr().out.splitlines()
+    assert "0 files written" in next(line for line in printed if line.startswith("site "))
     if change == "wheel":
         wheel(house, body=b"new bytes")
     elif change == "matrix":
@@ -53,3 +54,23 @@ def test_an_unchanged_rerun_stops_before_the_writer_and_a_change_does_not(
     assert len(writes) == 2
     assert main(argv) == 0
     assert len(writes) == 2
+
+
+def test_a_local_site_prints_each_wheels_pinned_command_with_pytorchs_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The guide's step 7 copies it: the full local version, the served cell's index and
+    PyTorch's index for the wheel's CUDA (torch.yaml's index_url, through the site's farm.js)."""
+    house, out = tmp_path / "house", tmp_path / "site"
+    house.mkdir()
+    wheel(house, "demo_pkg-1.0.0+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl")
+    assert (
+        main(["index", "--root", str(REPO.path), "--wheelhouse", str(house), "--out", str(out)])
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert (
+        '  pip install "demo-pkg==1.0.0+cu130torch2.14" --extra-index-url '
+        "http://127.0.0.1:8000/cu130/torch2.14/ --extra-index-url https://download.pytorch.org/whl/cu130\n"
+    ) in printed
+    assert f"wheelfarm serve {out}" in printed

@@ -23,6 +23,7 @@ from wheelfarm.builder.binary import parse_fatbin
 from wheelfarm.core.errors import NetworkError, UsageError
 from wheelfarm.core.label import Label
 from wheelfarm.core.root import FarmRoot
+from wheelfarm.doctor_import import Installed
 from wheelfarm.scripts import wheelfarm_install as helper
 
 WHEEL = doctor.WheelFacts("x.whl", "x", Label.parse("cu130torch2.14"), Tag("cp312", "cp312", "x"))
@@ -113,17 +114,24 @@ def test_doctor_reads_an_installed_package_from_the_interpreters_path(tmp_path: 
     (info / "WHEEL").write_text("Wheel-Version: 1.0\nTag: cp312-cp312-linux_x86_64\n")
     record = [
         "demo/__init__.py",
+        "demo/_C.cpython-312-x86_64-linux-gnu.so",
+        "demo/ops/_ext.so",
+        "../../../lib/other.so",
         "../../../bin/demo",
         f"{info.name}/METADATA",
         f"{info.name}/RECORD",
     ]
     (info / "RECORD").write_text("".join(f"{name},,\n" for name in record))
     env = doctor.Env("3.12", "linux_x86_64", (2, 39), None, "13.0", path=(str(tmp_path),))
-    facts, modules = doctor.installed("python", env, "demo")
+    facts, modules, binaries = doctor.installed("python", env, "demo")
     assert (facts.label, facts.tag, modules) == (
         Label.parse("cu130torch2.14"),
         Tag("cp312", "cp312", "linux_x86_64"),
         ["demo"],
+    )
+    # every extension module of its RECORD, loaded from its site-packages (none outside it)
+    assert binaries == Installed(
+        str(tmp_path), ("demo/_C.cpython-312-x86_64-linux-gnu.so", "demo/ops/_ext.so")
     )
     with pytest.raises(UsageError, match="'other' is not installed in python"):
         doctor.installed("python", env, "other")

@@ -65,3 +65,10 @@ def test_a_failed_import_check_names_the_exception(
     assert caught.value.problems == [
         f"import of pkg._C failed in a fresh venv with its torch: {named}; log: {log}"
     ]
+
+
+def test_the_log_counts_a_python_program_instead_of_echoing_its_source() -> None:
+    program = "import sys\nfor name in sys.argv[1:]:\n    __import__(name)\n"
+    shown = proc.shown_command(["/venv/bin/python", "-c", program, "torch", "demo._C"])
+    assert shown == "/venv/bin/python -c '<a 3-line program>' torch demo._C"
+    assert proc.shown_command(["python", "-c", "print(1)"]) == "python -c 'print(1)'"

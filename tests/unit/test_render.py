@@ -31,7 +31,12 @@ def test_a_farms_site_charts_the_plan_built_beside_planned() -> None:
     first = expansion.builds[0]
     chart = site_extras(matrix, expansion, [first.id])["coverage.svg"].decode()
     assert ">1 built / " in chart and " planned</text>" in chart
-    assert site_extras(matrix, None, [first.id]).keys() == {"install.py"}
+    local = site_extras(matrix, None, [first.id])
+    assert local.keys() == {"install.py", "farm.js"}
+    # the page's commands name PyTorch's index for a CUDA from torch.yaml, as JSON
+    assert local["farm.js"] == (
+        b'window.wheelfarmFarm = {"torch_index": "https://download.pytorch.org/whl/{cuda}"};\n'
+    )
 
 
 def test_the_chart_names_both_counts() -> None:

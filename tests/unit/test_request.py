@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -9,15 +10,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.roots import REPO
+from wheelfarm.axes import Wanted
 from wheelfarm.cli import main
+from wheelfarm.core.commands import install_commands
 from wheelfarm.core.errors import UsageError
+from wheelfarm.core.schedule import next_run
 from wheelfarm.matrix.expand import Cell, expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.plan import make_plan
+from wheelfarm.matrix.plan import Plan, make_plan
 from wheelfarm.request import (
     ANSWERED,
     SHAPES,
-    Request,
+    Context,
     answer,
     answered_block,
     read_answered,
@@ -42,37 +46,154 @@ MATRIX = load_matrix(REPO)
 EXPANSION = expand(MATRIX)
 BUILD = EXPANSION.builds[0]
 CELL = BUILD.covers[0]
+CONTEXT = Context(MATRIX)
 
 
 def test_a_form_reads_into_the_plans_cell() -> None:
     request = read_form(form_of(CELL))
-    assert request.cell_id == CELL.id
+    assert request.id == CELL.id
 
 
-def test_a_planned_cell_is_queued_with_its_tier() -> None:
-    reply = answer(make_plan(MATRIX, EXPANSION), read_form(form_of(CELL)))
-    assert reply.planned and reply.text.startswith("Planned, tier 3, queued (")
+PLAN = make_plan(MATRIX, EXPANSION)
+NOW = datetime(2026, 12, 7, 8, 0, tzinfo=timezone.utc)
+DATED = Context(MATRIX, "https://octo.github.io/farm/", next_run("41 5 * * *", NOW), "41 5 * * *")
+QUEUED = next(b for b in PLAN.todo if b.package == "flash-attn" and b.platform == "win_amd64"
+              and (b.cuda, b.torch_minor) == ("cu130", "2.14"))  # fmt: skip
 
 
-def test_a_published_cell_names_its_release() -> None:
-    plan = make_plan(MATRIX, EXPANSION, existing={BUILD.id})
-    reply = answer(plan, read_form(form_of(CELL)))
-    assert not reply.planned
-    assert reply.text.startswith(f"Published in release {CELL.package}-v{BUILD.version} (")
+def ask(plan: Plan = PLAN, context: Context = DATED, **answers: str) -> str:
+    cell = QUEUED.covers[0]
+    fields = {k: getattr(cell, k) for k in LABELS} | answers
+    return answer(plan, read_form(form(**fields)), context).text
 
 
-def test_an_excluded_cell_says_the_plans_reason() -> None:
-    excluded = EXPANSION.excluded[0]
-    reply = answer(make_plan(MATRIX, EXPANSION), read_form(form_of(excluded.cell)))
-    assert not reply.planned
-    assert reply.text == f"Not planned: {excluded.cell.id}: excluded by {excluded.rule}"
+def test_a_queued_cell_is_dated_from_farm_ymls_next_scheduled_run() -> None:
+    where = PLAN.placed[PLAN.group_of(QUEUED.id).id]
+    done = datetime(2026, 12, 8, 5, 41, tzinfo=timezone.utc) + timedelta(minutes=where.ends)
+    text = ask()
+    assert text.startswith(
+        f"Planned, tier {where.tier}, queued: {QUEUED.id} is place {where.place} of "
+    )
+    assert (
+        "The next scheduled farm run starts 2026-12-08 05:41 UTC (farm.yml's cron `41 5 * * *`)"
+        in text
+    )
+    assert f"published by {done:%Y-%m-%d %H:%M} UTC, {where.ends / 60:.1f} h after that." in text
+    assert "after the next farm run starts" in ask(context=CONTEXT)  # no farm.yml: undated
 
 
-def test_an_unknown_version_is_not_planned() -> None:
-    body = form_of(CELL).replace(f"\n{CELL.version}\n", "\n999.0\n")
-    reply = answer(make_plan(MATRIX, EXPANSION), read_form(body))
-    assert not reply.planned and reply.text.startswith("Not planned: ")
-    assert "is no cell of this matrix" in reply.text
+def test_a_cell_past_the_runs_days_waits_for_the_run_after() -> None:
+    later = PLAN.later[0].builds[0]
+    text = ask(**{k: getattr(later.covers[0], k) for k in LABELS})
+    assert text.startswith("Planned, tier ") and "past that run's 6 days" in text
+    assert (
+        "the run after it builds" in text and "starts at the earliest 2026-12-14 05:41 UTC" in text
+    )
+
+
+def test_a_published_cell_gives_the_command_that_installs_it_and_its_index() -> None:
+    plan = make_plan(MATRIX, EXPANSION, existing={QUEUED.id})
+    text = ask(plan)
+    cell, index = QUEUED.covers[0], "https://octo.github.io/farm/cu130/torch2.14/"
+    assert text.startswith(
+        f"Published in release flash-attn-v{QUEUED.version} (built as {QUEUED.id})."
+    )
+    version = f"{QUEUED.version}+{QUEUED.label}"
+    printed = install_commands(
+        "flash-attn", version, index, "https://download.pytorch.org/whl/cu130"
+    )
+    assert (cell.cuda, cell.torch) == ("cu130", "2.14")
+    assert f"```\n{printed.pip}\n```" in text and f"```\n{printed.uv}\n```" in text
+    assert text.endswith(f"Index: {index}flash-attn/")
+    assert "of the farm's site" in ask(plan, CONTEXT)  # no site known: the index path alone
+
+
+def test_an_unknown_package_is_named_as_none_of_the_farms() -> None:
+    text = ask(package="vllm")
+    assert text.startswith("Not planned: vllm is not a package of this farm: it packages 46 (")
+    assert "did you mean" not in text.lower()
+    assert "Did you mean flash-attn?" in ask(package="flash-atn")
+
+
+def test_a_version_not_packaged_names_the_packaged_one_and_answers_for_it() -> None:
+    text = ask(package="nunchaku", version="1.2.0")
+    assert text.startswith("Not planned: nunchaku 1.2.0 is not in the matrix yet: the farm "
+                           "packages nunchaku version 1.1.0. For nunchaku 1.1.0 on this cell: ")  # fmt: skip
+    older = ask(version="2.8.3")
+    assert older.startswith("Not planned: flash-attn 2.8.3 is not in the matrix: the farm "
+                            "packages flash-attn version 2.8.3.post2. For flash-attn 2.8.3.post2 on this cell: Planned, tier")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("answers", "says"),
+    [
+        (
+            {"torch": "2.8", "cuda": "cu130"},
+            "torch 2.8 ships no cu130 build: it ships cu126, cu128, cu129 (torch.yaml).",
+        ),
+        ({"torch": "2.3"}, "torch 2.3 is not in the farm's grid: torch.yaml lists torch 2.4, "),
+        ({"python": "3.9"}, "torch 2.14 ships Python 3.10 to 3.14, not 3.9 (torch.yaml)."),
+        (
+            {"torch": "2.4", "cuda": "cu124", "platform": "linux_aarch64"},
+            "torch 2.4's cu124 build has no linux_aarch64 wheel: it ships linux_x86_64, win_amd64",
+        ),
+    ],
+)
+def test_a_cell_torch_does_not_ship_says_which_axis_and_what_torch_ships(
+    answers: dict[str, str], says: str
+) -> None:
+    assert ask(**answers).startswith(f"Not planned: {says}")
+
+
+def test_an_excluded_cell_quotes_the_package_files_reason_and_suggests_planned_cells() -> None:
+    text = ask(cuda="cu126", platform="linux_aarch64", python="3.12")
+    assert 'matrix/packages/flash-attn.yaml:26 excludes it: "sm80/sm90 kernels only; ' in text
+    sage = ask(package="sageattention", version="2.2.0.post6", torch="2.8", cuda="cu128")
+    assert (
+        'sageattention.yaml:43 allows torch >=2.10 only: "the stable ABI\'s TORCH_BOX (its README)"'
+        in sage
+    )
+    planned = {c.id for c in EXPANSION.cells}
+    for text in (sage, ask(python="3.9")):
+        suggested = text.split("The nearest cells it plans: ", 1)[1].rstrip(".").split("; ")
+        assert suggested
+        for item in suggested:
+            cuda, torch, python, platform = (p.split()[-1] for p in item.split(" / "))
+            package = "sageattention" if "sageattention" in text else "flash-attn"
+            version = "2.2.0.post6" if package == "sageattention" else "2.8.3.post2"
+            cell = f"{package}-{version}-{cuda}-torch{torch}-cp{python.replace('.', '')}-{platform}"
+            assert cell in planned
+
+
+@pytest.mark.parametrize(
+    ("field", "typed", "kept"),
+    [
+        ("cuda", "13.0", "cu130"), ("cuda", "CUDA 12.8", "cu128"), ("cuda", "13.0.88", "cu130"),
+        ("cuda", "cu130", "cu130"), ("torch", "2.14.0", "2.14"), ("torch", "2.14.1+cu130", "2.14"),
+        ("torch", "torch 2.14", "2.14"), ("python", "3.12.4", "3.12"), ("python", "cp312", "3.12"),
+        ("python", "Python 3.12", "3.12"), ("platform", "Windows", "win_amd64"),
+        ("platform", "windows 11", "win_amd64"), ("platform", "Linux", "linux_x86_64"),
+        ("platform", "linux aarch64", "linux_aarch64"), ("platform", "ARM64", "linux_aarch64"),
+        ("platform", "linux_x86_64", "linux_x86_64"), ("version", "v2.8.3", "2.8.3"),
+    ],
+)  # fmt: skip
+def test_the_form_takes_users_words(field: str, typed: str, kept: str) -> None:
+    answers = {k: getattr(CELL, k) for k in LABELS} | {field: typed}
+    assert getattr(read_form(form(**answers)), field) == kept
+
+
+@pytest.mark.parametrize(
+    ("field", "typed", "says"),
+    [
+        ("cuda", "13", "names a major only: give its minor too"),
+        ("cuda", "CPU", "the farm builds CUDA wheels only"),
+        ("platform", "macOS 14", "torch ships no CUDA build for macOS"),
+    ],
+)
+def test_words_the_farm_cannot_serve_say_why(field: str, typed: str, says: str) -> None:
+    answers = {k: getattr(CELL, k) for k in LABELS} | {field: typed}
+    with pytest.raises(UsageError, match=f"^the request's {field}.*{says}"):
+        read_form(form(**answers))
 
 
 @pytest.mark.parametrize(
@@ -114,7 +235,7 @@ def test_any_body_reads_into_shaped_fields_or_one_usage_error(body: str) -> None
         return
     for key, (shape, _) in SHAPES.items():
         assert shape.fullmatch(getattr(request, key))
-    assert request.cell_id.isascii() and request.cell_id.isprintable()
+    assert request.id.isascii() and request.id.isprintable()
 
 
 def test_the_command_answers_and_writes_the_selection(
@@ -125,16 +246,12 @@ def test_the_command_answers_and_writes_the_selection(
     out = tmp_path / "github_output"
     monkeypatch.setenv("GITHUB_OUTPUT", str(out))
     args = ["request", "--root", str(REPO.path), "--body-file", str(body), "--github-output"]
-    assert main(args) == 0
-    assert capsys.readouterr().out.startswith("Planned, tier 3, queued (")
+    assert main([*args, "--now", "2026-12-07T08:00Z"]) == 0
+    assert capsys.readouterr().out.startswith("Planned, tier 3, after the next run:")
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines == ["planned=true", f"package={CELL.package}", f"version={CELL.version}",
                      f"cuda={CELL.cuda}",
                      f"torch={CELL.torch}", f"python={CELL.python}", f"platform={CELL.platform}"]  # fmt: skip
-
-
-def test_request_is_a_dataclass_of_the_six_answers() -> None:
-    assert set(Request.__dataclass_fields__) == set(SHAPES) == set(LABELS)
 
 
 def test_the_answer_comment_reads_back_the_cell_it_answered(
@@ -147,12 +264,12 @@ def test_the_answer_comment_reads_back_the_cell_it_answered(
     root = ["request", "--root", str(REPO.path)]
     assert main([*root, "--body-file", str(body), "--comment"]) == 0
     comment = capsys.readouterr().out
-    assert comment.startswith("Planned, tier 3, queued (") and comment.count(ANSWERED) == 1
+    assert comment.startswith("Planned, tier 3, ") and comment.count(ANSWERED) == 1
     assert comment.endswith("-->\n") and "\n### package\n" in comment.split(ANSWERED)[1]
     saved = tmp_path / "answer.md"
     saved.write_text("<!-- wheelfarm request answer -->\n" + comment, encoding="utf-8")
     assert main([*root, "--body-file", str(saved), "--answered"]) == 0
-    assert capsys.readouterr().out.startswith("Planned, tier 3, queued (")
+    assert capsys.readouterr().out.startswith("Planned, tier 3, ")
     assert read_answered(comment) == read_form(form_of(CELL))
 
 
@@ -180,3 +297,7 @@ def test_any_answer_comment_reads_into_a_shaped_cell_or_one_usage_error(
 def test_a_cell_survives_its_block() -> None:
     request = read_form(form_of(CELL))
     assert read_answered("Planned.\n\n" + answered_block(request)) == request
+
+
+def test_request_is_a_dataclass_of_the_six_answers() -> None:
+    assert set(Wanted.__dataclass_fields__) == set(SHAPES) == set(LABELS)

@@ -339,3 +339,46 @@ def test_a_file_name_that_is_no_wheel_name_is_refused_unprinted(
     assert (code, out) == (helper.UNREADABLE_INDEX, "")
     assert err.count("\n") == 1 and "\x1b" not in err
     assert "is not a wheel file name; the index is corrupt or not the farm's" in err
+
+
+def _cells(*cells: tuple[str, str, str]) -> dict[str, Any]:
+    """`covers` of (cuda, torch, python) cells on linux_x86_64."""
+    return {"covers": [{"cuda": c, "torch": t, "python": p, "platform": "linux_x86_64"}
+                       for c, t, p in cells]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("cells", "pin", "says"),
+    [
+        # the user's (CUDA, torch) pair is listed, their Python is not: Python is named
+        ([("cu130", "2.14", "3.11"), ("cu130", "2.14", "3.13"), ("cu130", "2.13", "3.12")], None,
+         "the mismatch is python; for Python 3.12 on linux_x86_64 it has cu130/torch2.13"),
+        ([("cu126", "2.14", "3.12"), ("cu132", "2.14", "3.12")], None,
+         "the mismatch is cuda; for Python 3.12 on linux_x86_64 it has cu126/torch2.14, cu132/torch2.14"),
+        ([("cu126", "2.13", "3.11")], None,
+         "the mismatch is cuda and torch and python; for Python 3.12 on linux_x86_64 it has none"),
+        ([("cu130", "2.14", "3.12")], "2.0", "it has demo 1.0 only"),
+    ],
+    ids=["python", "cuda", "three axes", "version"],
+)  # fmt: skip
+def test_no_fitting_wheel_names_the_axis_and_what_the_index_has_for_the_users_python(
+    cells: list[tuple[str, str, str]],
+    pin: str | None,
+    says: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = machine(tmp_path, monkeypatch, [entry(**_cells(*cells))], None)
+    code, out, err = run(_helper(), capsys, "demo" + (f"=={pin}" if pin else ""), *args)
+    cell = "cuda cu130, torch 2.14, python 3.12, platform linux_x86_64"
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert err == f"no demo{'==' + pin if pin else ''} wheel for {cell}: {says}\n"
+
+
+def test_a_package_the_index_lacks_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = machine(tmp_path, monkeypatch, [entry()], None)
+    code, _, err = run(_helper(), capsys, "vllm", *args)
+    assert code == 1 and err.endswith(": it has no vllm\n")

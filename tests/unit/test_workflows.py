@@ -329,3 +329,23 @@ def test_every_run_takes_each_platforms_runner_label_from_farm_yaml() -> None:
     assert {"linux_x86_64", "linux_aarch64"} <= seen
     build = _workflow("build.yml")["jobs"]  # type: ignore[index]
     assert build["build"]["runs-on"] == build["compile"]["runs-on"] == "${{ matrix.target.runner }}"
+
+
+def test_a_version_tag_releases_wheelfarm_to_pypi_by_trusted_publishing() -> None:
+    """release.yml: a `v*` tag builds and checks (scripts/release.sh, run for real by
+    tests/integration/test_release.py); only the publish job, in the `pypi` environment, holds
+    id-token: write, and no PyPI token is read."""
+    release = _workflow("release.yml")
+    assert release["on"] == {"push": {"tags": ["v*"]}}
+    jobs: dict[str, Any] = release["jobs"]  # type: ignore[assignment]
+    assert jobs["build"]["permissions"] == {"contents": "read"}
+    build = run_block("release.yml", "build", "Build and check the sdist and wheel")
+    assert 'bash scripts/release.sh "$TAG" dist' in build
+    assert jobs["build"]["steps"][2]["env"] == {"TAG": "${{ github.ref_name }}"}
+    publish = jobs["publish"]
+    assert publish["needs"] == "build" and publish["environment"]["name"] == "pypi"
+    assert publish["permissions"] == {"id-token": "write"}
+    assert "uv publish --trusted-publishing always dist/*" in run_block(
+        "release.yml", "publish", "Publish to PyPI"
+    )
+    assert "secrets." not in (WORKFLOWS / "release.yml").read_text()

@@ -19,7 +19,8 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--write-docs",
         action="store_true",
-        help="rewrite the farm root's docs/coverage.md, README table and docs/comfyui.md's table",
+        help="rewrite the farm root's docs/coverage.md, README summary line and docs/comfyui.md's "
+        "table",
     )
 
 

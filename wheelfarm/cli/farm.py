@@ -42,7 +42,8 @@ def execute(args: argparse.Namespace) -> int:
     name = build.distribution
     name = target.package.display_name if name == target.package.name else name
     cuda = build.cuda
-    commands = install_commands(name, f"{build.version}+{build.label}", result.index_url)
+    torch = matrix.torch_index(cuda) if build.torch_minor else None
+    commands = install_commands(name, f"{build.version}+{build.label}", result.index_url, torch)
     print(commands.pip)
     print(f"# {UV_OUTSIDE_A_VENV}")
     print(commands.uv)

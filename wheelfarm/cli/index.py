@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from wheelfarm.matrix.model import Matrix
 
 SHOWN_UNFILED = 3  # wheel names printed per reason
+SHOWN_COMMANDS = 10  # a local site's install commands printed
+SERVED = "http://127.0.0.1:8000/"  # where `wheelfarm serve` serves it by default
 
 
 def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
@@ -85,6 +87,8 @@ def execute(args: argparse.Namespace) -> int:
         github = common.client(args.github, args)
         summary = index_releases(matrix, expansion, github, args.out, **shared)
     _print_site(args.out, summary)
+    if args.github is None:
+        _print_commands(args.out)
     return SiteError.exit_code if args.strict and summary.unfiled else 0
 
 
@@ -106,3 +110,17 @@ def _print_site(out: Path, r: SiteResult) -> None:
     for reason, names in sorted(r.unfiled.items(), key=lambda kv: -len(kv[1])):
         more = f" and {len(names) - SHOWN_UNFILED} more" if len(names) > SHOWN_UNFILED else ""
         print(f"  {len(names):>6}  {reason}: {', '.join(names[:SHOWN_UNFILED])}{more}")
+
+
+def _print_commands(out: Path) -> None:
+    """A local site's pinned install commands, as `wheelfarm serve` will serve it."""
+    from wheelfarm.index.printed import site_commands
+
+    commands, wheels = site_commands(out, SERVED, SHOWN_COMMANDS)
+    if not commands:
+        return
+    print(f"install, once `wheelfarm serve {out}` serves it at {SERVED}:")
+    for command in commands:
+        print(f"  {command}")
+    if wheels > len(commands):
+        print(f"  ... and {wheels - len(commands)} more wheels: {out}/index.html lists them all")

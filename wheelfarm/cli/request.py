@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import os
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wheelfarm.cli import common
 from wheelfarm.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from wheelfarm.matrix.model import Matrix
+    from wheelfarm.request import Context
 
 
 def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
@@ -38,6 +44,18 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
     existing.add_argument(
         "--existing-releases", metavar="OWNER/REPO", help="what the repository's Releases hold"
     )
+    p.add_argument(
+        "--site",
+        metavar="URL",
+        help="the farm's site, for a published wheel's install command (default: the Pages URL "
+        "of --existing-releases)",
+    )
+    p.add_argument(
+        "--now",
+        type=_utc,
+        metavar="ISO-TIME",
+        help="date estimates from this moment, not the clock (e.g. 2026-12-07T08:00Z)",
+    )
     common.add_api(p)
     common.add_timeout(p, 600)
     p.add_argument(
@@ -65,7 +83,7 @@ def execute(args: argparse.Namespace) -> int:
         existing = ReleasesSource(common.client(args.existing_releases, args)).build_ids()
     else:
         existing = existing_build_ids(args.existing)
-    reply = answer(make_plan(matrix, expansion, existing=existing), request)
+    reply = answer(make_plan(matrix, expansion, existing=existing), request, _context(args, matrix))
     print(reply.text)
     if args.comment:
         print(f"\n{answered_block(request)}", end="")
@@ -79,3 +97,31 @@ def execute(args: argparse.Namespace) -> int:
             {"planned": str(reply.planned).lower(), **fields}, Path(target) if target else None
         )
     return 0
+
+
+def _utc(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        msg = f"{text!r} is not an ISO time like 2026-12-07T08:00Z"
+        raise argparse.ArgumentTypeError(msg) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _context(args: argparse.Namespace, matrix: Matrix) -> Context:
+    """The site (--site, else the Pages URL of --existing-releases) and the next run of
+    farm.yml's schedule after --now (else the clock)."""
+    from wheelfarm.core.schedule import CronError, next_run, workflow_cron
+    from wheelfarm.github.pages import pages_url
+    from wheelfarm.request import Context
+
+    site = args.site or (pages_url(args.existing_releases) if args.existing_releases else None)
+    if site is not None:
+        site = site.rstrip("/") + "/"
+    cron = workflow_cron(matrix.root.path / ".github" / "workflows" / "farm.yml")
+    now = args.now or datetime.now(timezone.utc)
+    try:
+        start = next_run(cron, now) if cron else None
+    except CronError:  # a schedule GitHub would refuse: answer undated
+        cron = start = None
+    return Context(matrix, site, start, cron)

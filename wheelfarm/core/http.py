@@ -245,10 +245,12 @@ def download(
     max_bytes: int = MAX_DOWNLOAD,
     deadline: Deadline | None = None,
     session: requests.Session | None = None,
+    pinned_by: str = "",
 ) -> Path:
     """Download to `dest` (kept if already there with the right hash); verify sha256. At most
     `max_bytes` are written, and none after `deadline`. `session`: one whose hooks hold its
-    redirects to a caller's rule (the watch's); default a fresh one."""
+    redirects to a caller's rule (the watch's); default a fresh one. `pinned_by`: where the
+    hash is written (a package file and line), named with the fix when it differs."""
     if dest.is_file() and sha256_file(dest) == sha256:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -266,7 +268,12 @@ def download(
     got = sha256_file(partial)
     if got != sha256:
         partial.unlink()
-        msg = f"sha256 mismatch for {url}: expected {sha256}, got {got}; the file changed upstream"
+        msg = f"sha256 mismatch for {url}: expected {sha256}, got {got}; " + (
+            f"{pinned_by} pins {sha256}: if {got} is the sha256 its index lists for the file, put "
+            f"it there; else the file changed upstream"
+            if pinned_by
+            else "the file changed upstream"
+        )
         raise NetworkError(msg)
     partial.replace(dest)
     return dest

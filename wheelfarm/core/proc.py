@@ -139,7 +139,7 @@ def call(
     argv = [str(a) for a in args]
     search_path = env.get("PATH") if env is not None else None
     argv[0] = which(argv[0], search_path) if os.sep not in argv[0] else argv[0]
-    shown = shlex.join(argv)
+    shown = shown_command(argv)
     out: IO[str] | None = None
     logger.info("+ %s", shown)
     try:
@@ -163,6 +163,17 @@ def call(
     if proc.returncode != 0:
         raise CommandFailedError(_failure(argv[0], shown, proc.returncode, log), proc.returncode)
     return stdout if capture else ""
+
+
+def shown_command(argv: Sequence[str]) -> str:
+    """The command as the log shows it: a `-c` program of several lines is counted, not echoed
+    (the import check's and verify's fixed programs would fill the build log with their source)."""
+    parts = [
+        f"<a {len(arg.splitlines())}-line program>" if i and argv[i - 1] == "-c" and "\n" in arg
+        else arg
+        for i, arg in enumerate(argv)
+    ]  # fmt: skip
+    return shlex.join(parts)
 
 
 def _failure(program: str, shown: str, code: int, log: Path | None) -> str:
