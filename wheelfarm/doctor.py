@@ -47,6 +47,7 @@ from wheelfarm.core.root import FarmRoot
 from wheelfarm.doctor_fix import Remedy
 from wheelfarm.doctor_import import Check, Installed, failed, import_check, passed, top_modules
 from wheelfarm.index.entries import NOT_RUN
+from wheelfarm.index.sources import compiled_text
 from wheelfarm.matrix.facts import load_facts
 from wheelfarm.scripts.wheelfarm_install import (
     Run,
@@ -89,6 +90,7 @@ class WheelFacts:
     ptx: set[str] = field(default_factory=set)
     archs_known: bool = True  # False: an index entry that lists no archs
     kernels: str = ""  # where its kernels ran once (build record, packages.json); "": unknown
+    compiled: str = ""  # the compile and toolkit that built it (ADR 19); "": unknown
 
     def add(self, data: bytes) -> None:
         """Add the SASS and PTX of one shared object's fatbin."""
@@ -222,7 +224,9 @@ def _cuda(w: WheelFacts, env: Env, fix: Remedy) -> Check:
                       fix.torch(minor, w.label.cuda))  # fmt: skip
     ok = env.cuda.split(".", maxsplit=1)[0] == major
     fixes = "" if ok else f"{_other(ok, w, env, fix)}\n{fix.torch(minor, w.label.cuda)}".strip()
-    return Check("cuda", ok, f"torch's CUDA {env.cuda}", f"CUDA {major}.x", fixes)
+    # any minor of the major loads it: one compile serves them (ADR 19), which it names
+    needed = f"CUDA {major}.x" + (f" (built by {w.compiled})" if w.compiled else "")
+    return Check("cuda", ok, f"torch's CUDA {env.cuda}", needed, fixes)
 
 
 def _gpu(w: WheelFacts, env: Env) -> Check:
@@ -272,7 +276,7 @@ def diagnose(
     """The seven checks of a wheel file against an interpreter and this machine's GPU; `site`,
     the farm's, is where a fix finds the wheel of another cell."""
     facts = read_wheel(wheel)
-    facts.kernels = recorded_kernels(wheel)
+    facts.kernels, facts.compiled = recorded_facts(wheel)
     env = probe(python, run=run)
     if gpu:
         env.gpu, env.driver = gpu_and_driver(run=run)
@@ -423,6 +427,8 @@ def _entry_facts(entry: dict[str, Any]) -> WheelFacts:
     facts = WheelFacts(entry["filename"], name, _label(version.local), min(tags, key=str),
                        version.public)  # fmt: skip
     facts.kernels = listed_kernels(entry.get("kernels"))
+    compiled = entry.get("compiled")
+    facts.compiled = _printable(compiled) if isinstance(compiled, str) else ""
     archs = entry.get("archs")
     if archs is None:
         facts.archs_known = False
@@ -432,19 +438,23 @@ def _entry_facts(entry: dict[str, Any]) -> WheelFacts:
     return facts
 
 
-def recorded_kernels(wheel: Path) -> str:
-    """Where a wheel file's kernels ran, from its build record beside it; "" without one."""
+def recorded_facts(wheel: Path) -> tuple[str, str]:
+    """Where a wheel file's kernels ran and which compile built it, from its build record
+    beside it; ("", "") without one."""
     path = record.path_for(wheel)
     if not path.is_file():
-        return ""
+        return "", ""
     try:
-        ran = record.BuildRecord.read(path).kernels
+        facts = record.BuildRecord.read(path)
     except record.RecordError:
-        return ""
+        return "", ""
+    built = compiled_text(facts) or ""
+    ran = facts.kernels
     if ran is None:
-        return NOT_RUN
+        return NOT_RUN, built
     verdict = "ran on" if ran.passed else "failed on"
-    return f"kernels {verdict} {ran.sm}, {ran.gpu}, driver {ran.driver}, {ran.checked[:10]}"
+    shown = f"{ran.sm}, {ran.gpu}, driver {ran.driver}, {ran.checked[:10]}"
+    return f"kernels {verdict} {_printable(shown)}", built
 
 
 def listed_kernels(value: object) -> str:
@@ -453,9 +463,13 @@ def listed_kernels(value: object) -> str:
         return NOT_RUN
     if isinstance(value, dict) and isinstance(value.get("text"), str):
         verdict = "ran on" if value.get("passed") is True else "failed on"
-        shown = "".join(c if " " <= c <= "~" else "?" for c in value["text"][:200])
-        return f"kernels {verdict} {shown}"
+        return f"kernels {verdict} {_printable(value['text'])}"
     return ""
+
+
+def _printable(text: str) -> str:
+    """One short line of printable ASCII: what an index or a record says is not trusted."""
+    return "".join(c if " " <= c <= "~" else "?" for c in text[:200])
 
 
 def _arch(arch: str) -> str:

@@ -14,6 +14,7 @@ import pytest
 import requests
 from packaging.tags import Tag
 
+from ghsim.synthetic import sample_record
 from tests.roots import REPO
 from tests.unit.helpers.install import entry, machine
 from tests.unit.helpers.roots import package_yaml
@@ -22,6 +23,7 @@ from wheelfarm import doctor
 from wheelfarm.builder.binary import parse_fatbin
 from wheelfarm.core.errors import NetworkError, UsageError
 from wheelfarm.core.label import Label
+from wheelfarm.core.record import CompiledFacts, path_for
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.doctor_import import Installed
 from wheelfarm.scripts import wheelfarm_install as helper
@@ -184,7 +186,6 @@ def test_an_oversized_packages_json_over_http_is_cut_at_the_cap(
 
 
 def test_doctor_shows_where_the_kernels_ran_beside_the_archs(tmp_path: Path) -> None:
-    from ghsim.synthetic import sample_record
     from wheelfarm.core.record import KernelCheck, path_for
 
     kernels = KernelCheck(
@@ -207,8 +208,28 @@ def test_doctor_shows_where_the_kernels_ran_beside_the_archs(tmp_path: Path) -> 
     hostile = {"text": "\u202eevil\x1b[2J", "passed": True}
     assert doctor.listed_kernels(hostile) == "kernels ran on ?evil?[2J"
     wheel = tmp_path / "demo.whl"
-    assert doctor.recorded_kernels(wheel) == ""  # no record beside it
+    assert doctor.recorded_facts(wheel) == ("", "")  # no record beside it
     path_for(wheel).write_text(sample_record(kernels=kernels).to_json(), encoding="utf-8")
-    assert doctor.recorded_kernels(wheel) == (
+    assert doctor.recorded_facts(wheel)[0] == (
         "kernels failed on sm_90, NVIDIA H100 80GB HBM3, driver 580.65.06, 2026-12-07"
     )
+
+
+def test_the_cuda_check_names_the_compile_that_built_the_wheel(tmp_path: Path) -> None:
+    """A cu132 wheel from the cu130 compile (ADR 19): doctor says so beside what it needs,
+    from the record beside a wheel file or from packages.json."""
+    facts = CompiledFacts(
+        id="demo-1.0-cu13torch2.15-cp312-linux_x86_64", cuda="cu130",
+        variants=("cu130", "cu132"), verified_with=None,
+    )  # fmt: skip
+    wheel = tmp_path / "demo.whl"
+    path_for(wheel).write_text(sample_record(compiled=facts).to_json(), encoding="utf-8")
+    built = doctor.recorded_facts(wheel)[1]
+    assert built.endswith("(cu130's toolkit), one compile for cu130 and cu132 "
+                          "(demo-1.0-cu13torch2.15-cp312-linux_x86_64)")  # fmt: skip
+    listed = doctor._entry_facts(
+        entry(version="1.0+cu132torch2.15", archs={"sass": ["sm_90"], "ptx": []}, compiled=built)
+    )
+    assert listed.compiled == built
+    hostile = doctor._entry_facts(entry(archs={"sass": [], "ptx": []}, compiled="x\x1b[2J"))
+    assert hostile.compiled == "x?[2J"
