@@ -28,17 +28,11 @@ from wheelfarm.github.actions import (
     batches,
     plan_document,
 )
+from wheelfarm.matrix import plan as plan_module
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.plan import (
-    Filters,
-    Group,
-    existing_build_ids,
-    explain,
-    make_plan,
-    table,
-    to_json,
-)
+from wheelfarm.matrix.plan import Filters, Group, existing_build_ids, make_plan
+from wheelfarm.matrix.report import explain, table, to_json
 from wheelfarm.matrix.toolkits import toolkit, unpinned
 
 
@@ -371,3 +365,57 @@ def test_a_version_filter_plans_that_version_alone() -> None:
     one = min(versions)
     plan = make_plan(m, expansion, filters=Filters(package=("xformers",), version=(one,)))
     assert {b.version for b in plan.todo} == {one}
+
+
+# make_plan's stages, each on the shipped catalog (matrix/plan.py)
+SHIPPED = load_matrix(REPO)
+SHIPPED_EXPANSION = expand(SHIPPED)
+
+
+def test_select_defers_a_consumer_whose_producer_it_does_not_select() -> None:
+    chosen = plan_module._select(SHIPPED_EXPANSION, Filters(package=("torch-sparse",)), set())
+    assert chosen.selected and not chosen.buildable
+    assert set(chosen.deferred) == {b.id for b in chosen.selected}
+    with pytest.raises(PlanError, match="select no build"):
+        plan_module._select(dataclasses.replace(SHIPPED_EXPANSION, builds=()), Filters(), set())
+
+
+def test_defer_holds_back_a_group_whose_producer_is_neither_built_nor_published() -> None:
+    filters = Filters(package=("torch-scatter", "torch-sparse"), torch=("2.15",))
+    chosen = plan_module._select(SHIPPED_EXPANSION, filters, set())
+    groups = plan_module.group(chosen.buildable, SHIPPED.farm.python_groups)
+    kept, deferred = plan_module._defer(groups, chosen, set())
+    assert kept == groups and not deferred  # the producers build in this run
+    sparse = tuple(g for g in groups if g.id.startswith("torch-sparse"))
+    kept, deferred = plan_module._defer(sparse, chosen, set())
+    assert kept == () and set(deferred) == {b.id for g in sparse for b in g.builds}
+
+
+def test_split_gives_each_long_group_its_compile_shards_within_a_matrix() -> None:
+    chosen = plan_module._select(
+        SHIPPED_EXPANSION, Filters(package=("flash-attn",), torch=("2.15",)), set()
+    )
+    groups = plan_module.group(chosen.buildable, SHIPPED.farm.python_groups)
+    split = SHIPPED.farm.split_compile
+    assert set(plan_module._split(groups, split, 256).values()) == {5}
+    assert set(plan_module._split(groups, split, 3).values()) == {3}
+    assert plan_module._split(groups, None, 256) == {}
+
+
+@pytest.mark.parametrize("lanes", [19, 40])
+def test_place_spreads_compile_shards_where_the_first_tier_ends_sooner(lanes: int) -> None:
+    """Both pools end torch 2.15's tier 1 sooner with flash-attn's shards spread (19 lanes:
+    16.3 h against 17.5 h; 40: 9.0 h against 13.7 h); the shards are cut in order."""
+    pool = dataclasses.replace(SHIPPED.farm.pool, lanes=lanes)
+    matrix = dataclasses.replace(SHIPPED, farm=dataclasses.replace(SHIPPED.farm, pool=pool))
+    chosen = plan_module._select(SHIPPED_EXPANSION, Filters(torch=("2.15*",)), set())
+    groups = plan_module.group(
+        chosen.buildable, matrix.farm.python_groups, plan_module.variant_minutes(matrix)
+    )
+    splits = plan_module._split(groups, matrix.farm.split_compile, 256)
+    where = plan_module._place(groups, matrix, splits, 256, one_run=True)
+    assert where.spread.parts
+    shards = plan_module._cut(where)
+    assert [s.name for s in shards] == [f"{i + 1}of{len(shards)}" for i in range(len(shards))]
+    placed = {g.id for s in shards for g in s.groups}
+    assert placed == {g.id for g in groups} - {g.id for g in where.later}

@@ -14,7 +14,8 @@ from wheelfarm.matrix import queue
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix, TierRule
-from wheelfarm.matrix.plan import Filters, Group, explain, make_plan, tier_hours
+from wheelfarm.matrix.plan import Filters, Group, job_minutes, make_plan
+from wheelfarm.matrix.report import explain, tier_hours
 
 MATRIX = load_matrix(REPO)
 EXPANSION = expand(MATRIX)
@@ -187,11 +188,19 @@ def test_the_last_run_takes_its_longest_shards_first() -> None:
 
 
 def test_compile_shards_are_spread_only_where_the_first_tier_ends_sooner() -> None:
-    """On 19 lanes the lanes waiting at the links' barrier end torch 2.15's tier 1 later
-    (15.3 h against 14.0 h), so the plan keeps each split group's shards in its own lane."""
+    """The plan's tier 1 ends no later than with each split group's shards kept in its own lane
+    (on 19 lanes with the shipped catalog: 16.3 h spread against 17.5 h kept)."""
     plan = make_plan(_pool(MATRIX, lanes=19), EXPANSION, filters=Filters(torch=("2.15*",)))
-    assert plan.compile_lanes == 0
-    assert tier_hours(plan)[1] <= 14.1 * 60
+    split = MATRIX.farm.split_compile
+    kept = queue.place(
+        plan.groups,
+        MATRIX,
+        lambda g: sum(job_minutes(g, plan.splits.get(g.id, 0), split)),
+        lambda g: plan.splits.get(g.id, 0) + 1,
+        MATRIX.farm.max_jobs_per_shard,
+    )
+    narrow = max(p.ends for p in kept.placed.values() if p.tier == 1)
+    assert tier_hours(plan)[1] <= narrow
 
 
 @pytest.mark.parametrize("lanes", [40, 60])

@@ -49,7 +49,8 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
 def execute(args: argparse.Namespace) -> int:
     from wheelfarm.github.actions import github_outputs, plan_document, write_outputs
     from wheelfarm.github.releases import ReleasesSource
-    from wheelfarm.matrix.plan import existing_build_ids, explain, make_plan, table, to_json
+    from wheelfarm.matrix.plan import existing_build_ids, make_plan
+    from wheelfarm.matrix.report import explain, table, to_json
 
     started = time.perf_counter()
     matrix, expansion = common.grid(args)
