@@ -1,0 +1,14 @@
+"""The maintainers' YAML and the code that loads, validates, expands and plans it: its face is
+these modules; queue and the schema helpers serve plan and load."""
+
+__all__ = [
+    "expand",
+    "facts",
+    "gridcache",
+    "load",
+    "model",
+    "plan",
+    "report",
+    "toolkits",
+    "watch",
+]

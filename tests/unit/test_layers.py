@@ -99,3 +99,16 @@ def test_no_library_module_prints() -> None:
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"
     ]
     assert not offenders, offenders
+
+
+def test_each_subpackage_states_its_face_and_each_name_is_a_module_of_it() -> None:
+    """Issue 53: every subpackage's __init__.py lists its face in __all__ (pypa/build's pattern),
+    and each name there is one of its modules."""
+    import importlib
+
+    for package in ("builder", "matrix", "index", "core", "github"):
+        module = importlib.import_module(f"wheelfarm.{package}")
+        face = module.__all__
+        assert face and face == sorted(face), package
+        for name in face:
+            importlib.import_module(f"wheelfarm.{package}.{name}")
