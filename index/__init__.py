@@ -6,6 +6,7 @@ __all__ = [
     "coverage",
     "entries",
     "printed",
+    "refusals",
     "serve",
     "site",
     "unchanged",

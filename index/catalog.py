@@ -13,14 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from wheelfarm.index.entries import (
-    DUPLICATE,
-    NO_CELL,
-    Refused,
-    WheelEntry,
-    refusal,
-    spelled_version,
-)
+from wheelfarm.index.entries import DUPLICATE, NO_CELL, WheelEntry, spelled_version
+from wheelfarm.index.refusals import Refused, refusal
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self is 3.11+

@@ -13,7 +13,8 @@ from markupsafe import Markup
 
 from wheelfarm.index import manifest
 from wheelfarm.index.catalog import Catalog
-from wheelfarm.index.entries import WheelEntry, check_name, visible
+from wheelfarm.index.entries import WheelEntry
+from wheelfarm.index.refusals import check_name, visible
 from wheelfarm.index.tree import Tree
 
 

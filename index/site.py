@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 from wheelfarm.core.errors import SiteError
 from wheelfarm.index import fs, render
 from wheelfarm.index.catalog import Catalog
-from wheelfarm.index.entries import Refused, WheelEntry
+from wheelfarm.index.entries import WheelEntry
 from wheelfarm.index.lock import LOCK_TIMEOUT, site_lock
 from wheelfarm.index.manifest import published
 from wheelfarm.index.owned import new_list, read_owned, shown
+from wheelfarm.index.refusals import Refused
 from wheelfarm.index.sources import Read
 from wheelfarm.index.tree import Tree
 from wheelfarm.index.unchanged import SiteResult

@@ -18,19 +18,16 @@ from wheelfarm.core.wheelfile import metadata_bytes, read_metadata_bytes, requir
 from wheelfarm.index.entries import (
     HELD_BACK,
     NOT_RUN,
-    SHAPES,
     Covered,
     Kernels,
     Parsed,
     Placement,
-    Refused,
     WheelEntry,
     covers_from_name,
     covers_from_parsed,
-    name_problem,
     parse,
-    refusal,
 )
+from wheelfarm.index.refusals import SHAPES, Refused, name_problem, refusal
 from wheelfarm.index.unchanged import check_wheelhouse
 from wheelfarm.matrix.model import GpuCheck, Matrix
 from wheelfarm.scripts.wheelfarm_install import ARCH

@@ -18,7 +18,7 @@ from tests.unit.helpers.install import SHA
 from tests.unit.helpers.strategies import FEW, VALUE, VALUES, _outcome
 from tests.unit.helpers.wheels import GOOD, W, W_site, entry_site, wheel, wheelhouse_catalog
 from wheelfarm.core.errors import SiteError
-from wheelfarm.index import entries
+from wheelfarm.index import entries, refusals
 from wheelfarm.index import entries as reasons
 from wheelfarm.index.catalog import Catalog
 from wheelfarm.index.entries import Covered, WheelEntry, covers_from_name
@@ -123,7 +123,7 @@ def test_a_bad_value_drops_that_wheel_with_its_reason_and_reaches_no_page(
     with Catalog([site_entry(other), site_entry(**bad)]) as wheels, Site(tmp_path / "s") as site:
         site.commit(wheels, templates=REPO.templates, unfiled=wheels.account())
         (reason,) = wheels.refused
-        assert reason.startswith(entries.SHAPES)
+        assert reason.startswith(refusals.SHAPES)
         assert wheels.refused[reason] == [GOOD]
     pages = [p for p in (tmp_path / "s").rglob("*") if p.is_file() and p.name != OWNED]
     text = "\n".join(p.read_text() for p in pages)  # the file list keeps the report
@@ -153,7 +153,7 @@ def test_a_bad_value_drops_that_wheel_with_its_reason_and_reaches_no_page(
     ],
 )
 def test_urls_https_only_and_http_to_loopback(url: str, ok: bool) -> None:
-    assert (entries.url_problem(url) is None) == ok
+    assert (refusals.url_problem(url) is None) == ok
 
 
 @pytest.mark.parametrize(
@@ -205,10 +205,10 @@ def test_any_build_record_lists_its_wheel_with_shaped_values_or_refuses_it(
     listed = manifest["wheels"]
     assert len(listed) + sum(map(len, refused.values())) == 1
     for w in listed:
-        assert all(entries.ARCH.fullmatch(a) for a in w["archs"]["sass"] + w["archs"]["ptx"])
+        assert all(refusals.ARCH.fullmatch(a) for a in w["archs"]["sass"] + w["archs"]["ptx"])
         for c in w["covers"]:
-            assert entries.CUDA_TAG.fullmatch(c["cuda"])
-            assert entries.TORCH_MINOR.fullmatch(c["torch"])
+            assert refusals.CUDA_TAG.fullmatch(c["cuda"])
+            assert refusals.TORCH_MINOR.fullmatch(c["torch"])
 
 
 def test_a_bidi_override_in_a_yank_reason_is_shown_escaped(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from ghsim.synthetic import sample_record
 from tests.unit.helpers.github import API, Script, answer, attempt, github, urls
 from wheelfarm.github.releases import ReleasesSource
 from wheelfarm.index.catalog import Catalog
-from wheelfarm.index.entries import ARCH
+from wheelfarm.index.refusals import ARCH
 
 WHEEL_hostile_net = "demo_pkg-1.0+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl"
 

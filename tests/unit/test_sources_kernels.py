@@ -11,7 +11,8 @@ import pytest
 from ghsim.synthetic import sample_record
 from tests.roots import REPO
 from wheelfarm.core.record import KernelCheck
-from wheelfarm.index.entries import HELD_BACK, NOT_RUN, Covered, WheelEntry, refusal
+from wheelfarm.index.entries import HELD_BACK, NOT_RUN, Covered, WheelEntry
+from wheelfarm.index.refusals import refusal
 from wheelfarm.index.sources import with_kernels
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import GpuCheck, Matrix

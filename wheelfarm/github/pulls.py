@@ -6,7 +6,7 @@ from typing import Any
 
 from wheelfarm.core.errors import NetworkError
 from wheelfarm.github.client import GitHubClient
-from wheelfarm.index.entries import url_problem
+from wheelfarm.index.refusals import url_problem
 
 
 def open_or_update(client: GitHubClient, *, head: str, base: str, title: str, body: str) -> str:

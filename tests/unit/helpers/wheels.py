@@ -30,7 +30,8 @@ from wheelfarm.cli import main
 from wheelfarm.core.record import WheelFacts, path_for
 from wheelfarm.core.wheelfile import write_wheel
 from wheelfarm.index.catalog import Catalog
-from wheelfarm.index.entries import Covered, Refused, WheelEntry
+from wheelfarm.index.entries import Covered, WheelEntry
+from wheelfarm.index.refusals import Refused
 from wheelfarm.index.site import Site
 from wheelfarm.index.sources import Policy, Saved, Yanks, read_wheelhouse
 from wheelfarm.matrix.expand import expand
