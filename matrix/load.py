@@ -483,20 +483,3 @@ def load_matrix(root: FarmRoot) -> Matrix:
         packages=tuple(p for p in packages if p is not None),
         root=root,
     )
-
-
-# Platforms where a package is planned on faith costs the most runner-hours: Windows and aarch64
-# builds fail in ways a Linux x86_64 build does not show (MSVC flags, the arm toolchain).
-UNPROVEN = ("win_amd64", "linux_aarch64")
-
-
-def unbuilt_platforms(package: Package) -> str | None:
-    """A warning naming the Windows and aarch64 platforms `package` plans with no build named
-    in its `built_on` (measured here or cited from upstream), or None: a package starts narrow."""
-    unbuilt = [p for p in UNPROVEN if p in package.platforms and p not in package.built_on]
-    if not unbuilt:
-        return None
-    return (
-        f"{package.file}: plans {' and '.join(unbuilt)} with no build named there (built_on): "
-        f"limit constraints.platforms to the platforms built, or cite each build in built_on"
-    )

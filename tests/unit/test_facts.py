@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.roots import REPO
+from tests.unit.helpers.roots import FACTS, TABLE
 from wheelfarm.core.errors import ConfigError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import load_facts
@@ -50,3 +51,21 @@ def test_a_toolkit_row_without_its_manifest_sha256_is_refused_with_the_script_th
     assert line.startswith(
         f"{root.matrix / 'toolkits.yaml'}:{text[: pinned.start()].count(chr(10)) + 1}:"
     )
+
+
+def test_the_toolkits_the_issue_found_broken_are_fixed() -> None:
+    assert TABLE.toolkits["cu118"].gcc_toolset == 11  # CUDA 11.8: gcc <= 11
+    assert TABLE.toolkits["cu121"].gcc_toolset == 12  # CUDA 12.1: gcc < 13
+    for tag in ("cu118", "cu121"):  # windows-2022's default MSVC 19.44 is too new for them
+        assert FACTS.runners["windows-2022"].msvc[TABLE.toolkits[tag].msvc_toolset or ""] < 1940
+    for tag, tk in TABLE.toolkits.items():
+        if tk.version.major >= 13:
+            assert {"cuda_crt", "libnvvm"} <= set(TABLE.components_for(tk)), tag
+
+
+def test_every_fact_names_its_source() -> None:
+    sources = [f.source for f in FACTS.cuda.values()]
+    sources += [i.source for i in FACTS.images.values()]
+    sources += [r.source for r in FACTS.runners.values()]
+    assert all(len(s) > 20 for s in sources)
+    assert set(FACTS.cuda) == {tk.minor for tk in TABLE.toolkits.values()}

@@ -10,12 +10,9 @@ import pytest
 from tests.roots import REPO
 from tests.unit.helpers.roots import (
     BASE,
-    FACTS,
     HOSTILE,
     MATRIX,
-    TABLE,
     TORCH_FREE,
-    USER,
     BASE_farm_requires,
     MakeRoot,
     _root,
@@ -350,24 +347,6 @@ def test_unknown_via_lists_none_among_the_allowed(matrix_dir: Callable[..., Path
         load_matrix(root)
 
 
-def test_the_toolkits_the_issue_found_broken_are_fixed() -> None:
-    assert TABLE.toolkits["cu118"].gcc_toolset == 11  # CUDA 11.8: gcc <= 11
-    assert TABLE.toolkits["cu121"].gcc_toolset == 12  # CUDA 12.1: gcc < 13
-    for tag in ("cu118", "cu121"):  # windows-2022's default MSVC 19.44 is too new for them
-        assert FACTS.runners["windows-2022"].msvc[TABLE.toolkits[tag].msvc_toolset or ""] < 1940
-    for tag, tk in TABLE.toolkits.items():
-        if tk.version.major >= 13:
-            assert {"cuda_crt", "libnvvm"} <= set(TABLE.components_for(tk)), tag
-
-
-def test_every_fact_names_its_source() -> None:
-    sources = [f.source for f in FACTS.cuda.values()]
-    sources += [i.source for i in FACTS.images.values()]
-    sources += [r.source for r in FACTS.runners.values()]
-    assert all(len(s) > 20 for s in sources)
-    assert set(FACTS.cuda) == {tk.minor for tk in TABLE.toolkits.values()}
-
-
 def test_an_unpinned_or_unknown_image_is_refused(matrix_dir: Callable[..., FarmRoot]) -> None:
     farm = (REPO.matrix / "farm.yaml").read_text()
     pinned = MATRIX.farm.platforms["linux_x86_64"].container
@@ -431,28 +410,6 @@ def test_two_files_of_one_wheel_name_are_refused_naming_both(
     files = sorted([f"{name}.yaml", "base.yaml"])  # the later file is refused, naming the first
     wanted = rf"{files[1]}: {key}: wheel name 'base-cu1\d+' is also {files[0]}'s: one package file"
     assert re.search(wanted.replace(".yaml", r"\.yaml"), line)
-
-
-@pytest.mark.parametrize(
-    ("given", "problem"),
-    [
-        ("[nope]", "'nope' is no package of this farm"),
-        ("[user]", "'user' is this package itself"),
-        ("[base, base]", "non-unique"),
-        ("['../x']", "does not match"),
-    ],
-)
-def test_the_loader_names_a_bad_requirement(matrix_dir: MakeRoot, given: str, problem: str) -> None:
-    root = matrix_dir(
-        {
-            "base": package_yaml("base", extra=BASE_farm_requires),
-            "user": package_yaml("user", extra=USER + f"farm_requires: {given}\n"),
-        }
-    )
-    with pytest.raises(ConfigError) as info:
-        load_matrix(root)
-    assert problem in str(info.value)
-    assert "user.yaml" in str(info.value)
 
 
 def test_the_loader_refuses_a_cycle(matrix_dir: MakeRoot) -> None:

@@ -13,7 +13,7 @@ from packaging.requirements import Requirement
 
 from tests.roots import REPO
 from tests.unit.helpers.install import HOSTILE_REQUIREMENTS
-from tests.unit.helpers.roots import package_yaml
+from tests.unit.helpers.roots import USER, BASE_farm_requires, MakeRoot, package_yaml
 from tests.unit.helpers.wheels import DEEP, GOOD, _house_hostile_data, _index
 from wheelfarm.core.errors import ConfigError
 from wheelfarm.core.root import FarmRoot
@@ -244,3 +244,25 @@ def test_a_deep_build_record_is_one_line_for_index_publish_and_rebuild(tmp_path:
     assert "JSON nested 100000 deep" in problem
     with pytest.raises(UsageError, match="JSON nested 100000 deep"):
         farm._read_record(wheel, record)
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ("[nope]", "'nope' is no package of this farm"),
+        ("[user]", "'user' is this package itself"),
+        ("[base, base]", "non-unique"),
+        ("['../x']", "does not match"),
+    ],
+)
+def test_the_loader_names_a_bad_requirement(matrix_dir: MakeRoot, given: str, problem: str) -> None:
+    root = matrix_dir(
+        {
+            "base": package_yaml("base", extra=BASE_farm_requires),
+            "user": package_yaml("user", extra=USER + f"farm_requires: {given}\n"),
+        }
+    )
+    with pytest.raises(ConfigError) as info:
+        load_matrix(root)
+    assert problem in str(info.value)
+    assert "user.yaml" in str(info.value)

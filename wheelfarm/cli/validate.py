@@ -15,7 +15,8 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from wheelfarm.matrix.load import load_matrix, unbuilt_platforms
+    from wheelfarm.matrix.load import load_matrix
+    from wheelfarm.matrix.model import unbuilt_platforms
 
     root = common.root(args)
     matrix = load_matrix(root)
