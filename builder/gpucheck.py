@@ -23,9 +23,9 @@ from packaging.utils import canonicalize_name
 
 from wheelfarm.builder import driver
 from wheelfarm.core import jsonread, loadcheck
-from wheelfarm.core.errors import NoGpuError, ToolchainError
+from wheelfarm.core.errors import BuildError, NoGpuError, ToolchainError
 from wheelfarm.core.proc import CommandFailedError, Runner, call
-from wheelfarm.core.record import BuildRecord, KernelCheck, KernelOp
+from wheelfarm.core.record import BuildRecord, KernelCheck, KernelOp, RecordError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.scripts.wheelfarm_install import runs_any
 
@@ -277,3 +277,33 @@ def write_kernels(record_path: Path, kernels: KernelCheck) -> None:
     scratch = record_path.with_name(f".{record_path.name}.{os.getpid()}.tmp")
     scratch.write_text(text, encoding="utf-8")
     scratch.replace(record_path)
+
+
+def merge_kernels(checked: Path, dist: Path) -> int:
+    """Put the GPU check's results (the records in `checked`, build.yml's gpu-check artifacts)
+    into the build records of `dist`'s artifact folders (publish.yml keeps each build's artifact
+    in a folder of its own): only the `kernels` of a record whose build id and wheel (name,
+    sha256, size) are the build's own; anything else is a BuildError naming it, before any
+    record changes. How many records took a result."""
+    own = {p.name: p for p in dist.glob("*/*.build.json")}
+    pairs, problems = [], []
+    for path in sorted(checked.glob("*.build.json")):
+        found = own.get(path.name)
+        try:
+            ran = BuildRecord.read(path)
+            built = BuildRecord.read(found) if found is not None else None
+        except RecordError as exc:
+            problems.append(str(exc))
+            continue
+        if built is None or (built.build_id, built.wheel) != (ran.build_id, ran.wheel):
+            problems.append(f"{path.name}: the GPU check's record is of no build of this batch")
+        elif ran.kernels is None:
+            problems.append(f"{path.name}: the GPU check's record holds no kernel result")
+        else:
+            pairs.append((found, ran.kernels))
+    if problems:
+        msg = f"{len(problems)} GPU check record(s) refused: " + "; ".join(problems[:5])
+        raise BuildError(msg)
+    for found, kernels in pairs:
+        write_kernels(found, kernels)
+    return len(pairs)

@@ -200,7 +200,7 @@ def test_a_body_past_linuxs_128_kib_for_one_variable_is_answered(
     (run,) = event(model, "opened", body)
     assert run.conclusion == "success", "".join(model.logs.values())[-2000:]
     (text,) = comments(github)
-    assert re.match(r"Planned, tier \d+, queued", text)
+    assert re.match(r"Planned, tier \d+, ", text)
 
 
 def test_another_label_does_nothing(model: Model, github: FakeGitHub) -> None:

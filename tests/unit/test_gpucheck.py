@@ -190,3 +190,33 @@ def test_check_names_follow_the_package_names() -> None:
     assert gpucheck.has_check(REPO, "causal-conv1d")
     assert not gpucheck.has_check(REPO, "cumm")
     assert "_harness" not in gpucheck.check_packages(REPO)
+
+
+def test_merge_puts_each_kernel_result_into_its_own_builds_record_and_refuses_a_stranger(
+    tmp_path: Path,
+) -> None:
+    """publish.yml keeps each build's artifact in its own folder (issue 49); the GPU check's
+    records add only their kernel result there, and only to the build whose wheel they name."""
+    import dataclasses
+
+    from wheelfarm.core.errors import BuildError
+    from wheelfarm.core.record import BuildRecord, WheelFacts
+
+    name = f"{SAMPLE.wheel.filename}.build.json"
+    dist, checked = tmp_path / "dist" / "wheel-1of1-b0-g-a1", tmp_path / "gpucheck"
+    dist.mkdir(parents=True)
+    checked.mkdir()
+    (dist / name).write_text(SAMPLE.to_json(), encoding="utf-8")
+    ran = CheckRun(device="cuda", reference="sdpa", ops=(), error=None)
+    kernels = gpucheck.kernel_record(ran, H100, runner="gpu")
+    (checked / name).write_text(
+        dataclasses.replace(SAMPLE, kernels=kernels).to_json(), encoding="utf-8"
+    )
+    assert gpucheck.merge_kernels(checked, tmp_path / "dist") == 1
+    assert BuildRecord.read(dist / name).kernels == kernels
+    forged = WheelFacts(filename=SAMPLE.wheel.filename, sha256="0" * 64, size=1)
+    (checked / name).write_text(
+        dataclasses.replace(SAMPLE, wheel=forged, kernels=kernels).to_json(), encoding="utf-8"
+    )
+    with pytest.raises(BuildError, match="of no build of this batch"):
+        gpucheck.merge_kernels(checked, tmp_path / "dist")

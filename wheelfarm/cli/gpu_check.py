@@ -26,12 +26,28 @@ def configure(sub: common.Subparsers[argparse.ArgumentParser]) -> None:
         help="'PYTHON PLATFORM checked|skipped BUILD_ID' of a wheel, from its build record: "
         "whether the GPU runner checks it, and the build verify checks it as",
     )
+    what.add_argument(
+        "--merge",
+        nargs=2,
+        type=Path,
+        metavar=("CHECKED", "DIST"),
+        help="put the kernel results of the GPU check's records (CHECKED) into the matching "
+        "build records of DIST's artifact folders (publish.yml); a record of no build there is "
+        "refused",
+    )
 
 
 def execute(args: argparse.Namespace) -> int:
     from wheelfarm.core.record import BuildRecord, RecordError, path_for
     from wheelfarm.matrix.load import load_matrix
 
+    if args.merge:
+        from wheelfarm.builder.gpucheck import merge_kernels
+
+        checked, dist = args.merge
+        if checked.is_dir():
+            print(f"{merge_kernels(checked, dist)} record(s) took the GPU check's result")
+        return 0
     rule = load_matrix(common.root(args)).farm.gpu_check
     if args.runner_label:
         print(rule.runner if rule and rule.runner else "")
