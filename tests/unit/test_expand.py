@@ -28,7 +28,6 @@ from wheelfarm.core.errors import ConfigError, PlanError
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.expand import Build, expand
 from wheelfarm.matrix.load import load_matrix
-from wheelfarm.matrix.model import Matrix
 
 ONE_CELL = """\
     arch: {via: none}
@@ -182,10 +181,13 @@ def test_import_with_torch_imports_beside_the_newest_torch_of_its_cuda(
     assert (b.torch, resolve(m, expand(m), b.id).import_torch) == (None, torch)
 
 
-def _builds_of(m: Matrix, package: str, torch: str, platform: str = "linux_x86_64") -> list[Build]:
+SHIPPED = expand(MATRIX)  # the shipped catalog's expansion, made once for the tests below
+
+
+def _builds_of(package: str, torch: str, platform: str = "linux_x86_64") -> list[Build]:
     return [
         b
-        for b in expand(m).builds
+        for b in SHIPPED.builds
         if b.package == package and b.torch_minor == torch and b.platform == platform
     ]
 
@@ -195,7 +197,7 @@ def test_the_minors_of_a_major_share_one_compile_of_every_variants_archs() -> No
     keeping every SASS arch either variant's list names."""
     pkg = MATRIX.package("flash-attn")
     cu130, cu132 = sorted(
-        (b for b in _builds_of(MATRIX, "flash-attn", "2.15") if b.python == "3.11"),
+        (b for b in _builds_of("flash-attn", "2.15") if b.python == "3.11"),
         key=lambda b: b.cuda,
     )
     assert (cu130.cuda, cu132.cuda) == ("cu130", "cu132")
@@ -215,9 +217,7 @@ def test_the_minors_of_a_major_share_one_compile_of_every_variants_archs() -> No
 def test_a_twelve_x_compile_of_blackwell_archs_takes_the_toolkit_that_emits_them() -> None:
     """cu126 and cu128 share a compile; 12.6 cannot emit sm_100/sm_120, so 12.8 builds it."""
     (b, *_) = (
-        b
-        for b in _builds_of(MATRIX, "causal-conv1d", "2.7")
-        if b.cuda == "cu126" and b.python == "3.11"
+        b for b in _builds_of("causal-conv1d", "2.7") if b.cuda == "cu126" and b.python == "3.11"
     )
     assert {a.sm for a in b.archs.archs} >= {100, 120}
     assert b.compile_cuda == "cu128"
@@ -227,7 +227,7 @@ def test_a_twelve_x_compile_of_blackwell_archs_takes_the_toolkit_that_emits_them
 def test_a_stable_abi_compile_takes_the_newest_torch_shipping_every_variant() -> None:
     stable = [
         b
-        for b in expand(MATRIX).builds
+        for b in SHIPPED.builds
         if b.package == "xformers" and b.abi == "torch-stable" and b.cuda in ("cu130", "cu132")
     ]
     assert stable
