@@ -197,13 +197,15 @@ def resolve_group(
         (b for b in expansion.builds if b.group_id == group_id),
         key=lambda b: (Version(b.python), b.variants.index(b.cuda)),
     )
-    own = not members  # a build's own id
-    if own:
-        members = [resolve(matrix, expansion, group_id, from_pypi=from_pypi).build]
+    if not members:  # a build's own id
+        target = resolve(matrix, expansion, group_id, from_pypi=from_pypi)
+        _picked([target.build], "--pythons", pythons, lambda b: b.python, group_id)
+        _picked([target.build], "--variants", variants, lambda b: b.cuda, group_id)
+        return [target]
     chosen = _picked(members, "--pythons", pythons, lambda b: b.python, group_id)
     chosen = _picked(chosen, "--variants", variants, lambda b: b.cuda, group_id)
-    if not from_pypi or own:
-        return [_target(matrix, b, expansion, from_pypi=from_pypi) for b in chosen]
+    if not from_pypi:
+        return [_target(matrix, b, expansion) for b in chosen]
     return _pip_served(matrix, expansion, group_id, chosen)
 
 
