@@ -286,17 +286,22 @@ def merge_kernels(checked: Path, dist: Path) -> int:
     sha256, size) are the build's own; anything else is a BuildError naming it, before any
     record changes. How many records took a result."""
     own = {p.name: p for p in dist.glob("*/*.build.json")}
-    pairs, problems = [], []
+    pairs: list[tuple[Path, KernelCheck]] = []
+    problems: list[str] = []
     for path in sorted(checked.glob("*.build.json")):
         found = own.get(path.name)
+        stray = f"{path.name}: the GPU check's record is of no build of this batch"
+        if found is None:
+            problems.append(stray)
+            continue
         try:
             ran = BuildRecord.read(path)
-            built = BuildRecord.read(found) if found is not None else None
+            built = BuildRecord.read(found)
         except RecordError as exc:
             problems.append(str(exc))
             continue
-        if built is None or (built.build_id, built.wheel) != (ran.build_id, ran.wheel):
-            problems.append(f"{path.name}: the GPU check's record is of no build of this batch")
+        if (built.build_id, built.wheel) != (ran.build_id, ran.wheel):
+            problems.append(stray)
         elif ran.kernels is None:
             problems.append(f"{path.name}: the GPU check's record holds no kernel result")
         else:
