@@ -12,7 +12,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from wheelfarm.core.errors import PlanError
-from wheelfarm.core.label import Label, cuda_version, torch_minor
+from wheelfarm.core.label import Label, cuda_version, parsed, torch_minor
 from wheelfarm.matrix.model import (
     Abi,
     AbiKind,
@@ -78,11 +78,11 @@ class Build:
     compile_label: str
     compile_name: str  # its wheel name, or the per-CUDA one's at the major: 'spconv-cu13'
 
-    @property
+    @cached_property
     def torch_minor(self) -> str | None:
         return None if self.torch is None else ".".join(self.torch.split(".")[:2])
 
-    @property
+    @cached_property
     def label(self) -> str:
         """The local version label (docs/adr/0002-local-version-label.md)."""
         return self.label_for(self.abi, self.cuda, self.torch, self.covers)
@@ -96,17 +96,17 @@ class Build:
             return str(Label(cuda, min((c.torch for c in covers), key=Version), stable=True))
         return str(Label(cuda, None if torch is None else torch_minor(torch)))
 
-    @property
+    @cached_property
     def python_tag(self) -> str:
         return python_tag(self.python_abi, self.python, self.python_floor)
 
-    @property
+    @cached_property
     def id(self) -> str:
         """Stable identifier, e.g. 'flash-attn-2.8.3-cu130torch2.14-cp312-linux_x86_64': the
         wheel's own name, version and tags, as `build_id_from_wheel` reads them back."""
         return f"{self.distribution}-{self.version}-{self.label}-{self.python_tag}-{self.platform}"
 
-    @property
+    @cached_property
     def compile_id(self) -> str:
         """The compile its binary comes from, e.g.
         'flash-attn-2.8.3-cu13torch2.15-cp312-linux_x86_64' for the cu130 and cu132 wheels of
@@ -116,7 +116,7 @@ class Build:
             f"{self.platform}"
         )
 
-    @property
+    @cached_property
     def group_id(self) -> str:
         """The job that builds it with the other Pythons (docs/adr/0016-python-groups.md) and
         CUDA minors (ADR 19) of its compile, e.g. 'flash-attn-2.8.3-cu13torch2.15-linux_x86_64';
@@ -232,9 +232,9 @@ def builds(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Build]:
     out = []
     for covers in groups.values():
         abi = package.abi_for(covers[0].version)
-        newest = max(covers, key=lambda c: Version(c.torch)).torch
+        newest = max(covers, key=lambda c: parsed(c.torch)).torch
         with_torch = [c for c in covers if abi.kind != "torch-stable" or c.torch == newest]
-        first = min(with_torch, key=lambda c: (Version(c.torch), Version(c.python)))
+        first = min(with_torch, key=lambda c: (parsed(c.torch), parsed(c.python)))
         archs = matrix.arch.for_target(package, first.cuda, first.platform)
         torch = None if abi.kind == "torch-free" else str(releases[first.torch].version)
         label = Build.label_for(abi.kind, first.cuda, torch, covers)
@@ -395,13 +395,9 @@ class Expansion:
 def _below_floor(package: Package, cell: Cell) -> str | None:
     """Why a cell is below its version's ABI floor (stable-ABI torch, abi3 / none Python)."""
     abi = package.abi_for(cell.version)
-    if (
-        abi.kind == "torch-stable"
-        and abi.min_torch
-        and Version(cell.torch) < Version(abi.min_torch)
-    ):
+    if abi.kind == "torch-stable" and abi.min_torch and parsed(cell.torch) < parsed(abi.min_torch):
         return f"{package.file.name}: abi.min_torch {abi.min_torch} (stable ABI floor)"
-    if abi.python_floor and Version(cell.python) < Version(abi.python_floor):
+    if abi.python_floor and parsed(cell.python) < parsed(abi.python_floor):
         return f"{package.file.name}: abi.python_floor {abi.python_floor} (the wheel's tag floor)"
     return None
 
@@ -458,13 +454,13 @@ def expand(matrix: Matrix) -> Expansion:
             else:
                 kept.append(item)
         made_builds = [
-            replace(b, requires=_required_ids(package, b, served))
+            replace(b, requires=ids) if (ids := _required_ids(package, b, served)) else b
             for b in builds(matrix, package, kept)
         ]
         for b in made_builds:
             for c in b.covers:
                 key = _served_key(b.package, c)
-                if key not in served or Version(b.version) > Version(served[key].version):
+                if key not in served or parsed(b.version) > parsed(served[key].version):
                     served[key] = b
         made[package.name] = (kept, excluded, made_builds)
     ordered = [made[p.name] for p in matrix.packages]

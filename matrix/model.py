@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -14,7 +15,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from wheelfarm.core.errors import PlanError
-from wheelfarm.core.label import cuda_version, torch_minor
+from wheelfarm.core.label import cuda_version, parsed, torch_minor
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.facts import Facts
@@ -95,7 +96,7 @@ class ArchList:
             raise ValueError(msg)
         return cls(tuple(archs))
 
-    @property
+    @cached_property
     def torch(self) -> str:
         """The TORCH_CUDA_ARCH_LIST value: plain archs. A variant says what the package builds
         for an arch (sageattn3 turns 12.0 into sm_120a itself), and setup.py files that parse
@@ -146,7 +147,7 @@ class TorchRelease:
     builds: dict[str, tuple[str, ...]]
     pypi: dict[str, str] = field(default_factory=dict)  # platform -> the CUDA of PyPI's wheel
 
-    @property
+    @cached_property
     def minor(self) -> str:
         return torch_minor(self.version)
 
@@ -402,13 +403,13 @@ class Package:
     def abi_for(self, version: str) -> Abi:
         """The ABI of one version: its own where the file gives one (xformers went cpython ->
         abi3 -> torch-stable across releases), else the package's."""
-        want = Version(version)
+        want = parsed(version)
         own = next((v.abi for v in self.versions if v.version == want), None)
         return own or self.abi
 
     def minutes_per_arch(self, version: str) -> float:
         """One version's build estimate per arch: its own where given, else the package's."""
-        want = Version(version)
+        want = parsed(version)
         own = next((v.build_minutes_per_arch for v in self.versions if v.version == want), None)
         return self.build_minutes_per_arch if own is None else own
 

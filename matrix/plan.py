@@ -8,13 +8,14 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from functools import cached_property
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
-from packaging.version import Version
 
 from wheelfarm.core import jsonread
 from wheelfarm.core.errors import PlanError, UsageError
+from wheelfarm.core.label import parsed
 from wheelfarm.core.wheelname import build_id_from_wheel
 from wheelfarm.matrix import queue
 from wheelfarm.matrix.expand import Build, Cell, Expansion
@@ -45,10 +46,14 @@ class Filters:
             ("version", self.version),
         )
 
+    @cached_property
+    def _wanted(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The axes a value is given for: a plan matches every cell against them."""
+        return tuple((axis, wanted) for axis, wanted in self.axes() if wanted)
+
     def match(self, cell: Cell) -> bool:
         return all(
-            not wanted or any(fnmatchcase(getattr(cell, axis), w) for w in wanted)
-            for axis, wanted in self.axes()
+            any(fnmatchcase(getattr(cell, axis), w) for w in wanted) for axis, wanted in self._wanted
         )
 
 
@@ -69,23 +74,23 @@ class Group:
     def platform(self) -> str:
         return self.builds[0].platform
 
-    @property
+    @cached_property
     def compiles(self) -> dict[str, float]:
         """Each compile's own estimate (one a Python), by compile id, oldest Python first."""
         return {b.compile_id: b.minutes for b in self.builds}
 
-    @property
+    @cached_property
     def compile_minutes(self) -> float:
         """The compiles' estimate: the first one's whole, the other Pythons' `reuse` share."""
         first, *rest = self.compiles.values()
         return first + self.reuse * sum(rest)
 
-    @property
+    @cached_property
     def variant_minutes(self) -> float:
         """`variant` for each wheel relabelled from another minor's compile."""
         return self.variant * (len(self.builds) - len(self.compiles))
 
-    @property
+    @cached_property
     def minutes(self) -> float:
         """The group's estimate: its compiles and its relabelled wheels."""
         return self.compile_minutes + self.variant_minutes
@@ -156,7 +161,7 @@ def group(
     made = []
     for gid, members in out.items():
         # oldest Python first, each Python's compiling minor before the minors relabelled from it
-        members.sort(key=lambda b: (Version(b.python), b.variants.index(b.cuda)))
+        members.sort(key=lambda b: (parsed(b.python), b.variants.index(b.cuda)))
         shared = {(b.torch, b.archs.torch, b.minutes) for b in members}
         if len(shared) > 1:  # one compile serves them all only if they compile the same
             msg = f"group {gid}: its builds differ in torch, archs or estimate: {sorted(shared)}"

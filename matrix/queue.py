@@ -60,24 +60,43 @@ class Placed:
 
 def tier_of(build: Build, matrix: Matrix) -> int:
     """The best (lowest) tier of any cell the build serves; len(tiers) + 1 for none."""
-    tiers = matrix.farm.pool.tiers
-    minors = sorted({r.minor for r in matrix.releases}, key=Version, reverse=True)
-    best = len(tiers) + 1
-    for cell in build.covers:
-        for number, rules in enumerate(tiers, 1):
-            if number < best and any(_holds(rule, cell, matrix, minors) for rule in rules):
-                best = number
-    return best
+    return _Tiers(matrix).of(build)
 
 
-def _holds(rule: TierRule, cell: Cell, matrix: Matrix, minors: list[str]) -> bool:
-    named = {"newest": minors[:1], "previous": minors[1:2]}.get(rule.torch)
-    if not (cell.torch in named if named is not None else fnmatchcase(cell.torch, rule.torch)):
-        return False
-    if rule.cuda != "pypi":
-        return fnmatchcase(cell.cuda, rule.cuda)
-    pypi = matrix.release(cell.torch).pypi  # Windows: PyPI's torch there is CPU: Linux's CUDA
-    return cell.cuda == pypi.get(cell.platform, pypi.get("linux_x86_64"))
+class _Tiers:
+    """farm.yaml's tier rules read once for a plan: a cell's tier depends only on its torch,
+    CUDA and platform, so each of those is judged once, not once per build it serves."""
+
+    def __init__(self, matrix: Matrix) -> None:
+        self.matrix = matrix
+        minors = sorted({r.minor for r in matrix.releases}, key=Version, reverse=True)
+        self.named = {"newest": minors[:1], "previous": minors[1:2]}
+        self.known: dict[tuple[str, str, str], int] = {}
+
+    def of(self, build: Build) -> int:
+        return min(
+            (self.cell(c) for c in build.covers), default=len(self.matrix.farm.pool.tiers) + 1
+        )
+
+    def cell(self, cell: Cell) -> int:
+        key = (cell.torch, cell.cuda, cell.platform)
+        if key not in self.known:
+            rules = self.matrix.farm.pool.tiers
+            self.known[key] = next(
+                (n for n, rs in enumerate(rules, 1) if any(self._holds(r, cell) for r in rs)),
+                len(rules) + 1,
+            )
+        return self.known[key]
+
+    def _holds(self, rule: TierRule, cell: Cell) -> bool:
+        named = self.named.get(rule.torch)
+        if not (cell.torch in named if named is not None else fnmatchcase(cell.torch, rule.torch)):
+            return False
+        if rule.cuda != "pypi":
+            return fnmatchcase(cell.cuda, rule.cuda)
+        # Windows: PyPI's torch there is CPU, so Linux's CUDA
+        pypi = self.matrix.release(cell.torch).pypi
+        return cell.cuda == pypi.get(cell.platform, pypi.get("linux_x86_64"))
 
 
 G = TypeVar("G", bound=_Grouped)
@@ -115,7 +134,8 @@ def chains(groups: Sequence[_Grouped], after: dict[str, tuple[str, ...]]) -> dic
 
 def group_tiers(groups: Sequence[_Grouped], matrix: Matrix) -> dict[str, int]:
     """Group id -> its tier: the best tier of its builds."""
-    return {g.id: min(tier_of(b, matrix) for b in g.builds) for g in groups}
+    tiers = _Tiers(matrix)
+    return {g.id: min(tiers.of(b) for b in g.builds) for g in groups}
 
 
 def order(

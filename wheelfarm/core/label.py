@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from packaging.version import Version
 
 _LABEL = re.compile(r"^(cu\d{3,})(?:torch(\d+\.\d+)(\.stable)?)?$", re.ASCII)  # 0-9 only
 
 
+@lru_cache(maxsize=4096)  # Versions do not change: a plan parses the same few tags a million times
+def parsed(text: str) -> Version:
+    """`Version(text)`, parsed once: the grid's sort keys and lookups ask for its few torch,
+    CUDA and Python versions over and over."""
+    return Version(text)
+
+
+@lru_cache(maxsize=4096)
 def cuda_version(tag: str) -> Version:
     """CUDA tag to version.
 
@@ -37,9 +46,10 @@ def cuda_tag(version: Version | str) -> str:
     return f"cu{v.major}{v.minor}"
 
 
+@lru_cache(maxsize=4096)  # a plan asks for the same few versions a million times
 def torch_minor(version: Version | str) -> str:
     """'2.14.1' -> '2.14': the torch axis of the grid (its C++ ABI changes every minor)."""
-    v = Version(str(version))
+    v = parsed(str(version))
     return f"{v.major}.{v.minor}"
 
 
