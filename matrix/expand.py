@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
+from typing import NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -93,8 +94,8 @@ class Build:
         if abi == "torch-free":
             return str(Label(cuda))
         if abi == "torch-stable":  # the floor it serves, not the torch it compiles with
-            return str(Label(cuda, min((c.torch for c in covers), key=Version), stable=True))
-        return str(Label(cuda, None if torch is None else torch_minor(torch)))
+            return _label(cuda, min((c.torch for c in covers), key=parsed), stable=True)
+        return _label(cuda, None if torch is None else torch_minor(torch))
 
     @cached_property
     def python_tag(self) -> str:
@@ -124,6 +125,11 @@ class Build:
         if self.abi != "cpython":
             return self.compile_id
         return f"{self.compile_name}-{self.version}-{self.compile_label}-{self.platform}"
+
+
+@lru_cache(maxsize=4096)  # a grid has a few labels, asked for by every build
+def _label(cuda: str, torch: str | None, *, stable: bool = False) -> str:
+    return str(Label(cuda, torch, stable))
 
 
 @dataclass(frozen=True)
@@ -219,56 +225,123 @@ def _collapse_key(abi: Abi, cell: Cell) -> tuple[str, ...]:
     return (cell.package, cell.version, cell.cuda, cell.platform, *torch, *python)
 
 
+class _Draft(NamedTuple):
+    """A build before its compile is known: what merging the CUDA minors of a major reads."""
+
+    version: str
+    platform: str
+    cuda: str
+    python: str
+    abi: Abi
+    torch: str | None
+    archs: ArchList
+    covers: tuple[Cell, ...]
+    label: str
+
+    @property
+    def python_tag(self) -> str:
+        return python_tag(self.abi.python, self.python, self.abi.python_floor)
+
+
+class _Compile(NamedTuple):
+    """The compile a draft's wheel comes from (ADR 19): its toolkit's CUDA, the minors it
+    serves, its arch list, torch and estimate, and its label and name in ids."""
+
+    cuda: str
+    variants: tuple[str, ...]
+    archs: ArchList
+    torch: str | None
+    minutes: float
+    label: str
+    name: str
+
+
 def builds(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Build]:
     """Collapse cells into builds: abi3 once per (torch, CUDA, platform), torch-stable once per
     (CUDA, platform[, Python]), torch-free once per (CUDA, [Python,] platform). A build is
     compiled with the lowest Python of the cells it covers and their torch; torch-stable with
     the newest torch (TORCH_TARGET_VERSION holds the floor; the newest headers carry the fixes,
     and the newest torch's environment is the one every other build of the run shares)."""
+    drafts = _drafts(matrix, package, kept)
+    merged = compile_once_per_major(matrix, package, drafts) if matrix.farm.cuda_majors else {}
+    out = []
+    for i, d in enumerate(drafts):
+        alone = _Compile(
+            cuda=d.cuda,
+            variants=(d.cuda,),
+            archs=d.archs,
+            torch=d.torch,
+            minutes=_minutes(package, d.version, d.archs),
+            label=d.label,
+            name=package.distribution_for(d.cuda),
+        )
+        made = merged.get(i, alone)
+        out.append(
+            Build(
+                package=package.name,
+                distribution=package.distribution_for(d.cuda),
+                version=d.version,
+                abi=d.abi.kind,
+                cuda=d.cuda,
+                torch=made.torch,
+                python=d.python,
+                platform=d.platform,
+                archs=made.archs,
+                covers=d.covers,
+                python_abi=d.abi.python,
+                python_floor=d.abi.python_floor,
+                minutes=made.minutes,
+                compile_cuda=made.cuda,
+                variants=made.variants,
+                compile_label=made.label,
+                compile_name=made.name,
+            )
+        )
+    return out
+
+
+def _drafts(matrix: Matrix, package: Package, kept: list[Cell]) -> list[_Draft]:
+    """The cells collapsed into one draft per build (`builds`)."""
     groups: dict[tuple[str, ...], list[Cell]] = {}
     for cell in kept:
         groups.setdefault(_collapse_key(package.abi_for(cell.version), cell), []).append(cell)
-    releases = {r.minor: r for r in matrix.releases}
+    releases = {r.minor: str(r.version) for r in matrix.releases}
+    archs: dict[tuple[str, str], ArchList] = {}  # by (CUDA, platform): asked per build
     out = []
     for covers in groups.values():
         abi = package.abi_for(covers[0].version)
         newest = max(covers, key=lambda c: parsed(c.torch)).torch
         with_torch = [c for c in covers if abi.kind != "torch-stable" or c.torch == newest]
         first = min(with_torch, key=lambda c: (parsed(c.torch), parsed(c.python)))
-        archs = matrix.arch.for_target(package, first.cuda, first.platform)
-        torch = None if abi.kind == "torch-free" else str(releases[first.torch].version)
-        label = Build.label_for(abi.kind, first.cuda, torch, covers)
+        where = (first.cuda, first.platform)
+        if where not in archs:
+            archs[where] = matrix.arch.for_target(package, *where)
+        torch = None if abi.kind == "torch-free" else releases[first.torch]
         out.append(
-            Build(
-                package=package.name,
-                distribution=package.distribution_for(first.cuda),
+            _Draft(
                 version=first.version,
-                abi=abi.kind,
-                cuda=first.cuda,
-                torch=torch,
-                python=first.python,
                 platform=first.platform,
-                archs=archs,
+                cuda=first.cuda,
+                python=first.python,
+                abi=abi,
+                torch=torch,
+                archs=archs[where],
                 covers=tuple(sorted(covers)),
-                python_abi=abi.python,
-                python_floor=abi.python_floor,
-                # arch via none compiles once
-                minutes=package.minutes_per_arch(first.version) * max(1, len(archs.archs)),
-                compile_cuda=first.cuda,
-                variants=(first.cuda,),
-                compile_label=label,
-                compile_name=package.distribution_for(first.cuda),
+                label=Build.label_for(abi.kind, first.cuda, torch, covers),
             )
         )
-    if matrix.farm.cuda_majors is None:
-        return out
-    return compile_once_per_major(matrix, package, out)
+    return out
 
 
-def _runs(package: Package, minors: list[Build]) -> Iterator[list[Build]]:
-    """The builds of one major, oldest CUDA first, in runs no branch of the package's code
+def _minutes(package: Package, version: str, archs: ArchList) -> float:
+    """A compile's estimate: the version's minutes per arch for each (arch via none: once)."""
+    return package.minutes_per_arch(version) * max(1, len(archs.archs))
+
+
+def _runs(package: Package, minors: list[_Draft]) -> Iterator[list[_Draft]]:
+    """The drafts of one major, oldest CUDA first, in runs no branch of the package's code
     (`cuda_minor_code`) falls inside: each run can be one compile."""
-    run: list[Build] = []
+    run: list[_Draft] = []
     for b in minors:
         if run and any(
             cuda_version(run[-1].cuda) < at <= cuda_version(b.cuda)
@@ -298,8 +371,8 @@ def _union(lists: Iterable[ArchList]) -> ArchList | None:
 FAMILY_FROM = Version("12.9")  # nvcc emits family-specific ('f') targets from CUDA 12.9
 
 
-def _compiler(matrix: Matrix, run: list[Build], archs: ArchList) -> Build | None:
-    """The build of the run whose toolkit compiles for all: the oldest CUDA whose SM range
+def _compiler(matrix: Matrix, run: list[_Draft], archs: ArchList) -> _Draft | None:
+    """The draft of the run whose toolkit compiles for all: the oldest CUDA whose SM range
     (arch.yaml `supported`) holds every arch. Oldest, because a binary of an older minor loads
     with a newer one's runtime (ADR 19); None where no toolkit of the run emits them all."""
     for b in run:
@@ -312,13 +385,13 @@ def _compiler(matrix: Matrix, run: list[Build], archs: ArchList) -> Build | None
     return None
 
 
-def _shared_torch(matrix: Matrix, run: list[Build]) -> str | None:
+def _shared_torch(matrix: Matrix, run: list[_Draft]) -> str | None:
     """The torch one compile of the run builds and verifies against: theirs (one minor) for a
     full-ABI build, none torch-free; on the stable ABI the newest minor that ships every CUDA
     of the run (each variant's wheel is then verified with it). None where no minor does."""
     if run[0].torch is None:
         return None
-    if run[0].abi != "torch-stable":
+    if run[0].abi.kind != "torch-stable":
         return run[0].torch
     shared = set.intersection(*({c.torch for c in b.covers} for b in run))
     if not shared:
@@ -326,45 +399,55 @@ def _shared_torch(matrix: Matrix, run: list[Build]) -> str | None:
     return str(matrix.release(max(shared, key=Version)).version)
 
 
-def compile_once_per_major(matrix: Matrix, package: Package, made: list[Build]) -> list[Build]:
-    """One compile for the CUDA minors of a major (farm.yaml `cuda_majors`, ADR 19): the builds
-    of one version, platform and Python tag (and torch minor, for a full-ABI or
-    abi3 build) whose CUDAs share a major, split where the package's code branches on the minor,
-    each get the union of their arch lists and the toolkit of the oldest minor that emits it.
-    A run whose lists cannot be merged or whose toolkits cannot emit the union stays apart."""
-    buckets: dict[tuple[str, ...], list[Build]] = {}
-    for b in made:
-        minor = b.torch_minor if b.abi in ("cpython", "abi3") else ""
-        major = str(cuda_version(b.cuda).major)
-        key = (b.version, b.platform, b.python_tag, minor or "", major)
-        buckets.setdefault(key, []).append(b)
-    merged: dict[int, Build] = {}
+def compile_once_per_major(
+    matrix: Matrix, package: Package, drafts: list[_Draft]
+) -> dict[int, _Compile]:
+    """One compile for the CUDA minors of a major (farm.yaml `cuda_majors`, ADR 19): the drafts
+    of one version, platform and Python tag (and torch minor, for a full-ABI or abi3 build)
+    whose CUDAs share a major, split where the package's code branches on the minor, each get
+    the union of their arch lists and the toolkit of the oldest minor that emits it; by the
+    draft's index. A run whose lists cannot be merged or whose toolkits cannot emit the union
+    stays apart (not in the answer)."""
+    buckets: dict[tuple[str, ...], list[int]] = {}
+    for i, d in enumerate(drafts):
+        torch = d.torch if d.abi.kind in ("cpython", "abi3") else None  # one full version a minor
+        key = (d.version, d.platform, d.python_tag, torch or "", str(cuda_version(d.cuda).major))
+        buckets.setdefault(key, []).append(i)
+    # a run's union and toolkit follow from its version, platform and CUDAs: made once each
+    compilers: dict[tuple[str, ...], tuple[ArchList | None, str | None]] = {}
+    merged: dict[int, _Compile] = {}
     for bucket in buckets.values():
-        bucket.sort(key=lambda b: cuda_version(b.cuda))
-        runs = list(_runs(package, bucket))
+        bucket.sort(key=lambda i: cuda_version(drafts[i].cuda))
+        runs = list(_runs(package, [drafts[i] for i in bucket]))
+        at = iter(bucket)
         for run in runs:
-            archs = _union(b.archs for b in run) if len(run) > 1 else None
-            first = _compiler(matrix, run, archs) if archs is not None else None
-            torch = _shared_torch(matrix, run) if first is not None else None
-            if archs is None or first is None or (torch is None and run[0].torch is not None):
+            indices = [next(at) for _ in run]
+            if len(run) == 1:
                 continue
+            where = (run[0].version, run[0].platform, *(d.cuda for d in run))
+            if where not in compilers:
+                archs = _union(d.archs for d in run)
+                first = _compiler(matrix, run, archs) if archs is not None else None
+                compilers[where] = (archs, None if first is None else first.cuda)
+            archs, cuda = compilers[where]
+            torch = _shared_torch(matrix, run) if cuda is not None else None
+            if archs is None or cuda is None or (torch is None and run[0].torch is not None):
+                continue
+            first = next(d for d in run if d.cuda == cuda)
             # named for the major; where the package's code splits the major, for its toolkit
-            major = f"cu{cuda_version(first.cuda).major}" if len(runs) == 1 else first.cuda
-            label = Build.label_for(first.abi, first.cuda, torch, first.covers)
-            variants = (first.cuda, *(b.cuda for b in run if b is not first))
-            minutes = package.minutes_per_arch(first.version) * max(1, len(archs.archs))
-            for b in run:
-                merged[id(b)] = replace(
-                    b,
-                    archs=archs,
-                    torch=torch,
-                    minutes=minutes,
-                    compile_cuda=first.cuda,
-                    variants=variants,
-                    compile_label=label.replace(first.cuda, major, 1),
-                    compile_name=package.distribution_for(major),
-                )
-    return [merged.get(id(b), b) for b in made]
+            major = f"cu{cuda_version(cuda).major}" if len(runs) == 1 else cuda
+            label = Build.label_for(first.abi.kind, cuda, torch, first.covers)
+            one = _Compile(
+                cuda=cuda,
+                variants=(cuda, *(d.cuda for d in run if d is not first)),
+                archs=archs,
+                torch=torch,
+                minutes=_minutes(package, first.version, archs),
+                label=label.replace(cuda, major, 1),
+                name=package.distribution_for(major),
+            )
+            merged.update(dict.fromkeys(indices, one))
+    return merged
 
 
 @dataclass(frozen=True)

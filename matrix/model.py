@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
@@ -44,7 +44,11 @@ class Arch:
     def dotted(self) -> str:
         """'9.0' / '12.0a' / '12.0+PTX': as a package file lists it (ArchList.torch drops the
         variant for the package's own variable)."""
-        return f"{self.sm // 10}.{self.sm % 10}{self.variant}" + ("+PTX" if self.ptx else "")
+        return self.spelled(self.variant)
+
+    def spelled(self, variant: str) -> str:
+        """The arch as a list gives it, with `variant` for its own."""
+        return f"{self.sm // 10}.{self.sm % 10}{variant}" + ("+PTX" if self.ptx else "")
 
     @property
     def name(self) -> str:
@@ -101,7 +105,7 @@ class ArchList:
         """The TORCH_CUDA_ARCH_LIST value: plain archs. A variant says what the package builds
         for an arch (sageattn3 turns 12.0 into sm_120a itself), and setup.py files that parse
         the list take numbers only (int('0a') fails)."""
-        return ";".join(replace(a, variant="").dotted for a in self.archs)
+        return ";".join(a.spelled("") for a in self.archs)
 
     @property
     def listed(self) -> str:
@@ -400,18 +404,22 @@ class Package:
             return self.name
         return canonicalize_name(self.distribution.replace(DIST_PLACEHOLDER, cuda))
 
+    @cached_property
+    def _by_version(self) -> dict[Version, PackageVersion]:
+        """The file's versions by their number: expand asks for one per cell."""
+        return {v.version: v for v in reversed(self.versions)}  # the first of a number wins
+
     def abi_for(self, version: str) -> Abi:
         """The ABI of one version: its own where the file gives one (xformers went cpython ->
         abi3 -> torch-stable across releases), else the package's."""
-        want = parsed(version)
-        own = next((v.abi for v in self.versions if v.version == want), None)
-        return own or self.abi
+        own = self._by_version.get(parsed(version))
+        return (own.abi if own is not None else None) or self.abi
 
     def minutes_per_arch(self, version: str) -> float:
         """One version's build estimate per arch: its own where given, else the package's."""
-        want = parsed(version)
-        own = next((v.build_minutes_per_arch for v in self.versions if v.version == want), None)
-        return self.build_minutes_per_arch if own is None else own
+        own = self._by_version.get(parsed(version))
+        minutes = None if own is None else own.build_minutes_per_arch
+        return self.build_minutes_per_arch if minutes is None else minutes
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -53,7 +53,8 @@ class Filters:
 
     def match(self, cell: Cell) -> bool:
         return all(
-            any(fnmatchcase(getattr(cell, axis), w) for w in wanted) for axis, wanted in self._wanted
+            any(fnmatchcase(getattr(cell, axis), w) for w in wanted)
+            for axis, wanted in self._wanted
         )
 
 
@@ -356,12 +357,14 @@ def _place(
     shorten a split group's chain, but the lanes then wait at the link's barrier: they are
     spread only where the first tier ends sooner (a wide pool)."""
     split = matrix.farm.split_compile
+    jobs_of = {g.id: job_minutes(g, splits.get(g.id, 0), split) for g in candidates}
+    total = {i: sum(each) for i, each in jobs_of.items()}  # the queue asks for each many times
 
     def minutes(g: Group) -> float:
-        return sum(job_minutes(g, splits.get(g.id, 0), split))
+        return total[g.id]
 
     def parts(g: Group) -> tuple[float, ...]:
-        return job_minutes(g, splits[g.id], split)[:-1] if g.id in splits else ()
+        return jobs_of[g.id][:-1] if g.id in splits else ()
 
     def placed(*, spread: bool) -> queue.Placement:
         return queue.place(
