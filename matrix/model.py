@@ -405,19 +405,23 @@ class Package:
         return canonicalize_name(self.distribution.replace(DIST_PLACEHOLDER, cuda))
 
     @cached_property
-    def _by_version(self) -> dict[Version, PackageVersion]:
-        """The file's versions by their number: expand asks for one per cell."""
-        return {v.version: v for v in reversed(self.versions)}  # the first of a number wins
+    def _by_version(self) -> dict[str, PackageVersion]:
+        """The file's versions by their normalized number: expand asks for one per cell."""
+        return {str(v.version): v for v in reversed(self.versions)}  # the first of one wins
+
+    def _version(self, version: str) -> PackageVersion | None:
+        known = self._by_version
+        return known[version] if version in known else known.get(str(parsed(version)))
 
     def abi_for(self, version: str) -> Abi:
         """The ABI of one version: its own where the file gives one (xformers went cpython ->
         abi3 -> torch-stable across releases), else the package's."""
-        own = self._by_version.get(parsed(version))
+        own = self._version(version)
         return (own.abi if own is not None else None) or self.abi
 
     def minutes_per_arch(self, version: str) -> float:
         """One version's build estimate per arch: its own where given, else the package's."""
-        own = self._by_version.get(parsed(version))
+        own = self._version(version)
         minutes = None if own is None else own.build_minutes_per_arch
         return self.build_minutes_per_arch if minutes is None else minutes
 
