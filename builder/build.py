@@ -122,7 +122,7 @@ def expectation(target: Target) -> Expectation:
     )
 
 
-def target_torch_env(
+def _target_torch_env(
     target: Target,
     *,
     cache: Path,
@@ -173,7 +173,7 @@ def verify_wheel(
         work = Path(tempfile.mkdtemp(prefix="wheelfarm-verify-"))
         log = work / "verify.log"
         py = find_python(target.build.python, python)
-        torch_env = target_torch_env(
+        torch_env = _target_torch_env(
             target, cache=cache, python=py, index=index, log=log, importing=True, run=run
         )
         venv_py, env = check_import(
@@ -197,7 +197,7 @@ def verify_wheel(
     return report
 
 
-def compile_wheel(
+def _compile_wheel(
     py: Path,
     src: Path,
     dist: Path,
@@ -258,7 +258,7 @@ def _compile(target: Target, opts: BuildOptions, steps: Steps) -> _Compiled:
         log.write_text(f"CUDA_HOME={tc.cuda_home}\nnvcc {tc.version}\n{tc.compiler}\n")
     with steps.step("environment") as log:
         link = driver.link_env(tc.cuda_home, work / "link-stubs", os.environ, log, run=run)
-        torch_env = target_torch_env(
+        torch_env = _target_torch_env(
             target, cache=opts.cache, python=python, index=index, log=log, compiling=True, run=run
         )
         py = envs.overlay(torch_env, work / "build-venv", python=python, log=log, run=run)
@@ -286,7 +286,7 @@ def _compile(target: Target, opts: BuildOptions, steps: Steps) -> _Compiled:
     archs = build.archs.torch if build.archs.archs else "none (no device code)"
     logger.info("archs: %s; MAX_JOBS=%s", archs, env.get("MAX_JOBS"))
     with steps.step("compile") as log:
-        built, ccache = compile_wheel(py, src, work / "dist", env, log, opts.deadline, run=run)
+        built, ccache = _compile_wheel(py, src, work / "dist", env, log, opts.deadline, run=run)
         split = shard.finish(opts.split, ccache, env)
     if ccache:
         logger.info("compiler cache: %d hits, %d misses", ccache["hits"], ccache["misses"])
@@ -455,7 +455,7 @@ def _import_checked(
     torch_env = (
         made.torch_env
         if same or (made.torch_env is None and target.import_torch is None)
-        else target_torch_env(
+        else _target_torch_env(
             target,
             cache=opts.cache,
             python=made.python,

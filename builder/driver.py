@@ -45,7 +45,7 @@ _DRIVER_SYMBOL = re.compile(r"\bcu[A-Z][A-Za-z0-9_]*\b")
 _STUB_DIRS = ("lib64/stubs", "lib/stubs")
 
 
-def toolkit_stub(cuda_home: Path) -> Path | None:
+def _toolkit_stub(cuda_home: Path) -> Path | None:
     """The toolkit's own link-time stub `libcuda.so`, where it ships one."""
     return next(
         (
@@ -57,11 +57,11 @@ def toolkit_stub(cuda_home: Path) -> Path | None:
     )
 
 
-def header_symbols(text: str) -> list[str]:
+def _header_symbols(text: str) -> list[str]:
     """Every driver API name a header mentions (functions and the `_v2` names its macros map
     them to), sorted: what a link-time stub defines.
 
-    >>> header_symbols("#define cuCtxCreate cuCtxCreate_v4 /* CUresult cuInit(int) */")
+    >>> _header_symbols("#define cuCtxCreate cuCtxCreate_v4 /* CUresult cuInit(int) */")
     ['cuCtxCreate', 'cuCtxCreate_v4', 'cuInit']
     """
     return sorted(set(_DRIVER_SYMBOL.findall(text)))
@@ -115,10 +115,10 @@ def link_env(
     built in `work`."""
     if not current().fakes_driver:
         return {}
-    if (stub := toolkit_stub(cuda_home)) is not None:
+    if (stub := _toolkit_stub(cuda_home)) is not None:
         return _prepend(env, "LIBRARY_PATH", stub.parent)
     header = (cuda_home / "include" / "cuda.h").read_text(encoding="utf-8", errors="replace")
-    _compile_stub(header_symbols(header), work / "libcuda.so", env, log, run)
+    _compile_stub(_header_symbols(header), work / "libcuda.so", env, log, run)
     return _prepend(env, "LIBRARY_PATH", work)
 
 

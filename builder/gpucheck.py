@@ -54,17 +54,17 @@ def check_name(package: str) -> str:
     return canonicalize_name(package).replace("-", "_")
 
 
-def checks_folder(root: FarmRoot) -> Path:
+def _checks_folder(root: FarmRoot) -> Path:
     return root.path / "checks"
 
 
 def check_packages(root: FarmRoot) -> list[str]:
     """The check module names the root's checks/ folder holds (not its _harness and _reference)."""
-    return sorted(p.stem for p in checks_folder(root).glob("[!_]*.py"))
+    return sorted(p.stem for p in _checks_folder(root).glob("[!_]*.py"))
 
 
 def has_check(root: FarmRoot, package: str) -> bool:
-    return (checks_folder(root) / f"{check_name(package)}.py").is_file()
+    return (_checks_folder(root) / f"{check_name(package)}.py").is_file()
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,7 @@ def run_check(
     with tempfile.TemporaryDirectory(dir=log.parent, prefix="kernel-check-") as scratch:
         out = Path(scratch) / "result.json"
         start = log.stat().st_size if log.exists() else 0
-        args: list[str | Path] = [py, "-c", PROGRAM, checks_folder(root), name, device, out]
+        args: list[str | Path] = [py, "-c", PROGRAM, _checks_folder(root), name, device, out]
         deadline = time.time() + CHECK_MINUTES * 60
         try:
             run(args, env=env, cwd=Path(scratch), log=log, deadline=deadline)

@@ -26,7 +26,7 @@ Built = Callable[[BuildResult | ShardResult], None]
 Compile = Callable[[Sequence[Target], BuildOptions], Iterable[Outcome | tuple[Target, ShardResult]]]
 
 
-def compile_one(
+def _compile_one(
     targets: Sequence[Target], opts: BuildOptions
 ) -> Iterator[Outcome | tuple[Target, ShardResult]]:
     """One compile's targets: their wheels, or (`opts.split` a shard) its compile shard, which
@@ -51,7 +51,7 @@ def build_group(
     opts: BuildOptions,
     built: Built,
     *,
-    build: Compile = compile_one,
+    build: Compile = _compile_one,
 ) -> None:
     """`build` each compile of the targets (consecutive targets of one compile id), handing each
     result to `built` as it comes; a lone target's failure is raised as it is, a group's after

@@ -22,13 +22,13 @@ from wheelfarm.core.wheelfile import dist_info, read_files, write_wheel
 _TORCH_LINE = re.compile(r"^Requires-Dist:\s*torch\s*(?:[(<>=!~][^;\[]*)?$", re.IGNORECASE)
 
 
-def torch_requirement(label: Label) -> str | None:
+def _torch_requirement(label: Label) -> str | None:
     """The torch a wheel of `label` loads into: its built minor only (torch's C++ ABI changes
     every minor), every torch from its floor on the stable ABI, any for a torch-free wheel.
 
-    >>> torch_requirement(Label("cu130", "2.14")), torch_requirement(Label("cu130", "2.10", True))
+    >>> _torch_requirement(Label("cu130", "2.14")), _torch_requirement(Label("cu130", "2.10", True))
     ('torch>=2.14,<2.15', 'torch>=2.10')
-    >>> torch_requirement(Label("cu130")) is None
+    >>> _torch_requirement(Label("cu130")) is None
     True
     """
     if label.torch is None:
@@ -52,7 +52,7 @@ def with_torch(lines: list[str], requirement: str | None) -> list[str]:
     return header + lines[end:]
 
 
-def with_requires(
+def _with_requires(
     lines: list[str], requirements: tuple[str, ...], replacing: tuple[str, ...] = ()
 ) -> list[str]:
     """METADATA lines with each of `requirements` ('torch-scatter==2.1.2') as a header, in
@@ -101,7 +101,7 @@ def relabel(
         raise BuildError(msg)
     renamed_to = name if name is not None and canonicalize_name(name) != wheel_name else None
     try:
-        requirement = torch_requirement(Label.parse(label))
+        requirement = _torch_requirement(Label.parse(label))
     except ValueError as exc:
         msg = f"cannot relabel {wheel.name}: {exc}"
         raise BuildError(msg) from exc
@@ -121,7 +121,7 @@ def relabel(
         else line
         for line in meta.split("\n")
     ]
-    new_meta = "\n".join(with_requires(with_torch(lines, requirement), requires, replacing))
+    new_meta = "\n".join(_with_requires(with_torch(lines, requirement), requires, replacing))
     if version.local == label and new_meta == meta:
         return wheel
     dist_name = old_info.removesuffix(".dist-info").rsplit("-", 1)[0]

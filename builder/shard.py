@@ -90,7 +90,7 @@ def owner(rel: str, count: int) -> int:
 
 
 @dataclass(frozen=True)
-class Statement:
+class _Statement:
     """One ninja build statement: explicit outputs, rule, explicit inputs."""
 
     outputs: tuple[str, ...]
@@ -119,7 +119,7 @@ def _split_unescaped(text: str) -> list[str]:
     return out
 
 
-def parse_ninja(text: str) -> list[Statement]:
+def parse_ninja(text: str) -> list[_Statement]:
     """The build statements of a build.ninja (torch writes no include or subninja)."""
     text = re.sub(r"\$\n[ \t]*", "", text)  # line continuations
     statements = []
@@ -139,11 +139,11 @@ def parse_ninja(text: str) -> list[Statement]:
             if word in ("|", "||", "|@"):
                 break
             inputs.append(word)
-        statements.append(Statement(tuple(outs), rule, tuple(inputs)))
+        statements.append(_Statement(tuple(outs), rule, tuple(inputs)))
     return statements
 
 
-def source_of(st: Statement, root: Path) -> str | None:
+def source_of(st: _Statement, root: Path) -> str | None:
     """The source a compile statement compiles, relative to the source root; None when the
     statement is no single-source compile (a device link, a phony)."""
     if st.rule == "phony" or len(st.inputs) != 1:
@@ -158,12 +158,12 @@ def source_of(st: Statement, root: Path) -> str | None:
 
 
 def select(
-    statements: Iterable[Statement], root: Path, shard: int, count: int
-) -> tuple[list[Statement], list[Statement]]:
+    statements: Iterable[_Statement], root: Path, shard: int, count: int
+) -> tuple[list[_Statement], list[_Statement]]:
     """(built here, stubbed here): compiles whose source hashes to `shard` (1-based) are built;
     every other statement's outputs become empty objects."""
-    mine: list[Statement] = []
-    stub: list[Statement] = []
+    mine: list[_Statement] = []
+    stub: list[_Statement] = []
     for st in statements:
         if st.rule == "phony":
             continue

@@ -61,7 +61,7 @@ class Import:
 
 
 @dataclass(frozen=True)
-class Symbols:
+class _Symbols:
     """A binary's imports and exports (`name@version`, and the bare name for unversioned
     ones), and the libraries it needs."""
 
@@ -71,7 +71,7 @@ class Symbols:
     versioned: bool = False  # its exports carry versions (.gnu.version_d)
 
 
-def read_symbols(stream: IO[bytes], size: int) -> Symbols:
+def read_symbols(stream: IO[bytes], size: int) -> _Symbols:
     """The symbols of an ELF or PE file read from `stream` (`size` bytes); ValueError for a
     file that is neither or is corrupt."""
     stream.seek(0)
@@ -112,7 +112,7 @@ def _name(strings: bytes, offset: int) -> str:
     return strings[offset : end if end >= 0 else len(strings)].decode("utf-8", "replace")
 
 
-def _elf_symbols(stream: IO[bytes], size: int) -> Symbols:
+def _elf_symbols(stream: IO[bytes], size: int) -> _Symbols:
     elf = ELFFile(stream)
     dynsym = elf.get_section_by_name(".dynsym")
     needed: list[str] = []
@@ -125,7 +125,7 @@ def _elf_symbols(stream: IO[bytes], size: int) -> Symbols:
             if tag["d_tag"] == "DT_NEEDED":
                 needed.append(str(getattr(tag, "needed", "")))
     if dynsym is None:
-        return Symbols((), frozenset(), tuple(needed))
+        return _Symbols((), frozenset(), tuple(needed))
     table = _bytes_of(dynsym, size)
     strings = _bytes_of(elf.get_section(dynsym["sh_link"]), size)
     versions = _version_names(elf)
@@ -155,7 +155,7 @@ def _elf_symbols(stream: IO[bytes], size: int) -> Symbols:
             exports.add(name if version is None else f"{name}@{version}")
             exports.add(name)
     has_defs = any(isinstance(s, GNUVerDefSection) for s in elf.iter_sections())
-    return Symbols(tuple(imports), frozenset(exports), tuple(needed), has_defs)
+    return _Symbols(tuple(imports), frozenset(exports), tuple(needed), has_defs)
 
 
 def _version_names(elf: ELFFile) -> dict[int, tuple[str, str | None]]:
@@ -174,7 +174,7 @@ def _version_names(elf: ELFFile) -> dict[int, tuple[str, str | None]]:
     return out
 
 
-def _pe_symbols(data: bytes) -> Symbols:
+def _pe_symbols(data: bytes) -> _Symbols:
     pe = pefile.PE(data=data, fast_load=True)
     index = [
         pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
@@ -197,7 +197,7 @@ def _pe_symbols(data: bytes) -> Symbols:
         if exported
         else set()
     )
-    return Symbols(tuple(imports), frozenset(names), tuple(needed))
+    return _Symbols(tuple(imports), frozenset(names), tuple(needed))
 
 
 def libraries(site: Path) -> dict[str, Path]:
@@ -214,14 +214,14 @@ def libraries(site: Path) -> dict[str, Path]:
 
 
 @cache
-def _library(path: Path, stamp: tuple[int, int]) -> Symbols:
+def _library(path: Path, stamp: tuple[int, int]) -> _Symbols:
     """A library's symbols, read once a process (an env's libraries are sealed: `stamp`, its
     size and mtime, tells a changed file apart)."""
     with path.open("rb") as fh:
         return read_symbols(fh, stamp[0])
 
 
-def library_symbols(path: Path) -> Symbols:
+def _library_symbols(path: Path) -> _Symbols:
     info = path.stat()
     return _library(path, (info.st_size, info.st_mtime_ns))
 
@@ -230,7 +230,7 @@ def _is_torchs(name: str) -> bool:
     return name.startswith(TORCH_PREFIXES) or name.startswith(TORCH_C_PREFIXES)
 
 
-def missing(binary: Symbols, found: Mapping[str, Path]) -> Iterator[tuple[Import, str]]:
+def missing(binary: _Symbols, found: Mapping[str, Path]) -> Iterator[tuple[Import, str]]:
     """Each import of `binary` that the environment's libraries (`found`, from `libraries`)
     should provide and do not, with the library it was looked for in."""
 
@@ -240,7 +240,7 @@ def missing(binary: Symbols, found: Mapping[str, Path]) -> Iterator[tuple[Import
     held = [(n, p) for n in binary.needed if (p := lookup(n)) is not None]
     for imp in binary.imports:
         if imp.library is not None and (path := lookup(imp.library)) is not None:
-            lib = library_symbols(path)
+            lib = _library_symbols(path)
             want = (
                 imp.name
                 if imp.version is None or not lib.versioned
@@ -253,7 +253,7 @@ def missing(binary: Symbols, found: Mapping[str, Path]) -> Iterator[tuple[Import
             and imp.version is None
             and _is_torchs(imp.name)
             and held
-            and not any(imp.name in library_symbols(p).exports for _, p in held)
+            and not any(imp.name in _library_symbols(p).exports for _, p in held)
         ):
             yield imp, ", ".join(n for n, _ in held)
 

@@ -84,7 +84,7 @@ def _farm_wheels(
     return tuple(out)
 
 
-def torch_for(
+def _torch_for(
     matrix: Matrix, minors: Iterable[str], *, cuda: str, platform: str, from_pypi: bool
 ) -> TorchRelease:
     """The torch to install from the minors a build is listed under: the newest, or with
@@ -117,7 +117,7 @@ def _target(
 
     def chosen() -> str:
         return str(
-            torch_for(
+            _torch_for(
                 matrix, minors, cuda=build.cuda, platform=build.platform, from_pypi=from_pypi
             ).version
         )
@@ -257,7 +257,7 @@ def select(
     from_pypi: bool = False,
 ) -> Target:
     """The build serving (package, cuda, python, platform[, torch][, version]): the newest
-    version, then the torch `torch_for` picks, where unset (`from_pypi`: see there)."""
+    version, then the torch `_torch_for` picks, where unset (`from_pypi`: see there)."""
     pkg = matrix.package(package)
     wanted = _version(pkg, version) if version is not None else None
     found: dict[str, list[Build]] = {}  # torch minor -> the builds serving the cell with it
@@ -279,7 +279,7 @@ def select(
     newest = max(Version(b.version) for bs in found.values() for b in bs)
     minors = [m for m, bs in found.items() if any(Version(b.version) == newest for b in bs)]
     if torch is None:
-        chosen = torch_for(matrix, minors, cuda=cuda, platform=platform, from_pypi=from_pypi)
+        chosen = _torch_for(matrix, minors, cuda=cuda, platform=platform, from_pypi=from_pypi)
         minors = [chosen.minor]
     best = next(b for b in found[minors[0]] if Version(b.version) == newest)
     if best.python != python and best.python_floor is not None:

@@ -66,7 +66,7 @@ def _anchors(items: list[WheelEntry], depth: int) -> Iterator[Markup]:
 
 
 @dataclass
-class Listing:
+class _Listing:
     """What one pass over the catalog counts: each combo's projects, the wheels, those filed."""
 
     combos: dict[tuple[str, str], list[str]] = field(default_factory=dict)
@@ -75,7 +75,7 @@ class Listing:
 
 
 def _project_pages(
-    tree: Tree, template: Template, project: str, items: list[WheelEntry], listing: Listing
+    tree: Tree, template: Template, project: str, items: list[WheelEntry], listing: _Listing
 ) -> None:
     """cu{CCC}/torch{M.m}/{project}/index.html for each combo the project's wheels are in."""
     combos: dict[tuple[str, str], list[WheelEntry]] = {}
@@ -89,12 +89,12 @@ def _project_pages(
         listing.combos.setdefault((cuda, torch), []).append(project)
 
 
-def write_pages(tree: Tree, env: Environment, wheels: Catalog, title: str) -> Listing:
+def write_pages(tree: Tree, env: Environment, wheels: Catalog, title: str) -> _Listing:
     """Every page in one pass over the catalog, a project at a time: each project's pages, its
     wheels' rows of packages.json and packages.js and their links on the flat wheels.html;
     then each combo's cu{CCC}/torch{M.m}/index.html and the landing page."""
     project_t, root_t = env.get_template("project.html"), env.get_template("root.html")
-    listing = Listing()
+    listing = _Listing()
     with tree.stream(manifest.MANIFEST) as listed, tree.stream(manifest.SCRIPT) as script:
         script(manifest.SCRIPT_HEAD)
         for out in (listed, script):

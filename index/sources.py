@@ -37,11 +37,11 @@ Yanks = dict[tuple[str, str], str]  # (normalized name, public version) -> reaso
 
 def covers_for(record: BuildRecord | None, filename: str, matrix: Matrix | None) -> Placement:
     """The cells a wheel serves: from its build record, else read from its name."""
-    listed = record_covers(record)
+    listed = _record_covers(record)
     return Placement(covers=listed) if listed else covers_from_name(filename, matrix)
 
 
-def record_covers(record: BuildRecord | None) -> tuple[Covered, ...]:
+def _record_covers(record: BuildRecord | None) -> tuple[Covered, ...]:
     """The cells a build record lists (none when it lists none)."""
     return tuple(
         Covered(cuda=c.cuda, torch=c.torch, python=c.python, platform=c.platform)
@@ -49,7 +49,7 @@ def record_covers(record: BuildRecord | None) -> tuple[Covered, ...]:
     )
 
 
-def record_archs(record: BuildRecord | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _record_archs(record: BuildRecord | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The SASS and PTX archs a build record found, each the union over its binaries."""
     found = record.archs_found.values() if record else ()
     sass = {a for binary in found for a in binary.cubins}
@@ -210,7 +210,7 @@ class _House:
         self, name: str, parsed: Parsed, size: int, now: Known, record: BuildRecord | None
     ) -> WheelEntry:
         """The wheel's entry: placed by its record's cells, else from its name."""
-        listed = record_covers(record)
+        listed = _record_covers(record)
         place = (
             Placement(covers=listed)
             if listed
@@ -272,7 +272,7 @@ def with_archs(entry: WheelEntry, record: BuildRecord | None, policy: Policy | N
     if record is None:
         return entry
     entry = dataclasses.replace(entry, compiled=compiled_text(record))
-    sass, ptx = record_archs(record)
+    sass, ptx = _record_archs(record)
     wanted = (policy or {}).get(entry.build_id)
     partial = bool(wanted and not wanted <= {_base(a) for a in sass})
     return dataclasses.replace(entry, sass=sass, ptx=ptx, partial_archs=partial)

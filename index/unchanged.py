@@ -41,7 +41,7 @@ class SiteResult:
         }
 
 
-def read_head(out: Path) -> object:
+def _read_head(out: Path) -> object:
     """Line 1 of the site's list (its input's digest, counts and number of files), decoded;
     the rest of the list is not read."""
     with (out / OWNED).open("rb") as fh:
@@ -52,7 +52,7 @@ def reuse(out: Path, input_key: str) -> SiteResult | None:
     """The site's own report when it was written from the same input (a caller's digest of
     everything it reads), so an unchanged rerun reads no wheel; else None."""
     try:
-        data = read_head(out)
+        data = _read_head(out)
         if not input_key or not isinstance(data, dict) or data.get("input") != input_key:
             return None
         counts = data["counts"]
@@ -70,7 +70,7 @@ def reuse(out: Path, input_key: str) -> SiteResult | None:
 def input_key(root: FarmRoot, wheelhouse: Path, title: str) -> str:
     """Everything a wheelhouse site is made from, by stat rather than by content where it is
     big: the wheelhouse listing, the farm root's YAML and templates, the title, this code."""
-    digest = hashlib.sha256(f"{__version__}\0{title}\0{wheelhouse_key(wheelhouse)}".encode())
+    digest = hashlib.sha256(f"{__version__}\0{title}\0{_wheelhouse_key(wheelhouse)}".encode())
     for folder in (root.matrix, root.templates):
         for path in sorted(folder.rglob("*")):
             if path.is_file():
@@ -80,7 +80,7 @@ def input_key(root: FarmRoot, wheelhouse: Path, title: str) -> str:
     return digest.hexdigest()
 
 
-def wheelhouse_key(folder: Path) -> str:
+def _wheelhouse_key(folder: Path) -> str:
     """Digest of a wheelhouse as a listing: each wheel's and build record's name, size,
     mtime, inode and ctime. Equal keys mean nothing in it changed, and nothing needs reading."""
     check_wheelhouse(folder)

@@ -263,7 +263,7 @@ def builds(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Build]:
     the newest torch (TORCH_TARGET_VERSION holds the floor; the newest headers carry the fixes,
     and the newest torch's environment is the one every other build of the run shares)."""
     drafts = _drafts(matrix, package, kept)
-    merged = compile_once_per_major(matrix, package, drafts) if matrix.farm.cuda_majors else {}
+    merged = _compile_once_per_major(matrix, package, drafts) if matrix.farm.cuda_majors else {}
     out = []
     for i, d in enumerate(drafts):
         alone = _Compile(
@@ -399,7 +399,7 @@ def _shared_torch(matrix: Matrix, run: list[_Draft]) -> str | None:
     return str(matrix.release(max(shared, key=Version)).version)
 
 
-def compile_once_per_major(
+def _compile_once_per_major(
     matrix: Matrix, package: Package, drafts: list[_Draft]
 ) -> dict[int, _Compile]:
     """One compile for the CUDA minors of a major (farm.yaml `cuda_majors`, ADR 19): the drafts

@@ -97,7 +97,7 @@ class Compat:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Libraries:
+class _Libraries:
     """libraries.yaml: per OS, the library name patterns torch and the CUDA runtime provide and
     the ones every system has."""
 
@@ -111,7 +111,7 @@ class Facts:
 
     toolkits: ToolkitTable
     compat: Compat
-    libraries: Libraries
+    libraries: _Libraries
     drivers: dict[str, tuple[str, str]]  # CUDA major -> (Linux, Windows) driver floor
 
 
@@ -156,8 +156,8 @@ def _compat(data: dict[str, Any]) -> Compat:
     )
 
 
-def _libraries(data: dict[str, Any]) -> Libraries:
-    return Libraries(
+def _libraries(data: dict[str, Any]) -> _Libraries:
+    return _Libraries(
         provided={os_name: tuple(names) for os_name, names in data["provided"].items()},
         system={os_name: tuple(names) for os_name, names in data["system"].items()},
     )

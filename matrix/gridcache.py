@@ -41,7 +41,7 @@ def _files(folder: Path) -> Iterator[Path]:
             yield path
 
 
-def grid_key(root: FarmRoot) -> str:
+def _grid_key(root: FarmRoot) -> str:
     """The digest of what `load_matrix(root)` and `expand` make their answer from: the files
     of matrix/ by their path in it (a job's checkout links the same matrix/ from a folder of
     its own), the folder it resolves to, and the loader's and expander's code."""
@@ -78,7 +78,7 @@ def cached_grid(root: FarmRoot, folder: Path | None) -> tuple[Matrix, Expansion]
 
 
 def _path(folder: Path, root: FarmRoot) -> Path:
-    return folder / f"grid-{grid_key(root)}.pickle"
+    return folder / f"grid-{_grid_key(root)}.pickle"
 
 
 def _read(path: Path, root: FarmRoot, *, expansion: bool) -> tuple[Matrix, Expansion | None] | None:

@@ -299,7 +299,7 @@ def _max_jobs(matrix: Matrix, max_jobs: int | None) -> int:
 
 
 @dataclass(frozen=True)
-class Selection:
+class _Selection:
     """The builds the filters select, and what each still waits for."""
 
     selected: list[Build]
@@ -310,7 +310,7 @@ class Selection:
 
 def _select(
     expansion: Expansion, filters: Filters, existing: set[str] | frozenset[str]
-) -> Selection:
+) -> _Selection:
     """Select: the builds serving a cell the filters match; those Releases lack are missing,
     and one importing a missing build that is not selected waits for a later run."""
     selected = [b for b in expansion.builds if any(filters.match(c) for c in b.covers)]
@@ -322,11 +322,11 @@ def _select(
     waits = {b.id: tuple(r for r in b.requires if r not in existing) for b in selected}
     deferred = {i: w for i, w in waits.items() if i in missing and any(r not in missing for r in w)}
     buildable = [b for b in selected if b.id in missing and b.id not in deferred]
-    return Selection(selected, waits, deferred, buildable)
+    return _Selection(selected, waits, deferred, buildable)
 
 
 def _defer(
-    candidates: tuple[Group, ...], chosen: Selection, existing: set[str] | frozenset[str]
+    candidates: tuple[Group, ...], chosen: _Selection, existing: set[str] | frozenset[str]
 ) -> tuple[tuple[Group, ...], dict[str, tuple[str, ...]]]:
     """Defer: hold back each group that cannot build in this run (`_waiting`), until none is
     left; the groups kept and every deferred build with what it waits for."""

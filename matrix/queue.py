@@ -281,7 +281,7 @@ def simulate(
     return [s for s in out if s is not None]
 
 
-class Spread(NamedTuple):
+class _Spread(NamedTuple):
     """The run's compile lanes (farm.yml's `compile` job, before its shards): each lane's
     compile shards (group, part index) and the whole groups that fill it, and when the last
     lane ends."""
@@ -299,7 +299,7 @@ def spread(
     tiers: dict[str, int],
     lanes: int,
     max_jobs: int,
-) -> Spread:
+) -> _Spread:
     """The compile shards of the run's first tier's split groups, longest chain first while
     they all fit the lanes at once, a lane each (ADR 11's link job then runs in a shard after
     them all, farm.yml's `needs:`), and the lanes that end early filled with that
@@ -315,7 +315,7 @@ def spread(
                 break
             wide.append(g)
     if not wide:
-        return Spread([], [], 0.0)
+        return _Spread([], [], 0.0)
     work = sorted(
         ((m, n, g, i) for n, g in enumerate(wide) for i, m in enumerate(parts(g))),
         key=lambda t: (-t[0], t[1], t[3]),
@@ -339,14 +339,14 @@ def spread(
         if load[lane] + minutes(g) <= ends and len(held[lane]) + len(fill[lane]) < max_jobs:
             fill[lane].append(g)
             load[lane] += minutes(g)
-    return Spread(held, fill, ends + SHARD_OVERHEAD_MINUTES)
+    return _Spread(held, fill, ends + SHARD_OVERHEAD_MINUTES)
 
 
 class Placement(NamedTuple):
     """A run's shards: its compile lanes (`spread`), the shards after them, the groups left to
     the next run, and where every group stands."""
 
-    spread: Spread
+    spread: _Spread
     shards: list[list[Any]]
     later: list[Any]
     placed: dict[str, Placed]

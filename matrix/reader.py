@@ -120,7 +120,7 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
+def _parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
     """The value and node tree of one YAML document, read with the farm's strict rules (see
     _StrictLoader); raises yaml.YAMLError. Other readers of the farm's YAML should use it too."""
     loader = _StrictLoader(text)
@@ -283,7 +283,7 @@ def read_yaml(path: Path, schemas: Path, schema: str, errors: Problems) -> tuple
     if text is None:
         return None, doc
     try:
-        data, doc.tree = parse_yaml(text)
+        data, doc.tree = _parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

@@ -37,7 +37,7 @@ def unpinned(container: str) -> str:
 
 
 @dataclass(frozen=True)
-class Support:
+class _Support:
     """What each platform's runner can build: farm.yaml's runners and images, the toolkit table
     and the facts, checked against each other once (`support`)."""
 
@@ -176,13 +176,13 @@ def _msvc_problems(
     return []
 
 
-def support(matrix: Matrix) -> Support:
+def support(matrix: Matrix) -> _Support:
     """The runners' abilities of a loaded matrix; ConfigError lists every contradiction."""
     table, compat = matrix.facts.toolkits, matrix.facts.compat
     problems = _problems(table, compat, matrix.farm)
     if problems:
         raise ConfigError(problems)
-    return Support(table, compat, matrix.farm)
+    return _Support(table, compat, matrix.farm)
 
 
 def toolkit(root: FarmRoot, cuda: str, platform: str) -> dict[str, str]:

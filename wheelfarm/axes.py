@@ -120,13 +120,13 @@ def exclusion(excluded: Excluded, package: Package) -> str:
     if constraint is None:
         return f"matrix/packages/{rule} rules it out"
     axis, allowed = constraint["axis"], constraint["allowed"]
-    line, why = constraint_comment(package, axis)
+    line, why = _constraint_comment(package, axis)
     where = f"matrix/packages/{package.file.name}" + (f":{line}" if line else "")
     quoted = f': "{why}"' if why else ""
     return f"{where} allows {axis} {allowed} only{quoted}"
 
 
-def constraint_comment(package: Package, axis: str) -> tuple[int, str]:
+def _constraint_comment(package: Package, axis: str) -> tuple[int, str]:
     """(line, comment) of `constraints.<axis>` in the package file: the `# ...` after its value,
     the maintainer's reason; (0, "") when the file says none or cannot be read."""
     try:

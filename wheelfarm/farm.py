@@ -143,7 +143,7 @@ def index_releases(
 
 
 @dataclass(frozen=True)
-class FarmResult:
+class _FarmResult:
     plan: Plan
     built: list[BuildResult]
     site: SiteResult
@@ -158,7 +158,7 @@ def local_farm(
     *,
     site: Path,
     title: str,
-) -> FarmResult:
+) -> _FarmResult:
     """Plan what this machine can build for the target's cell, build what `opts.out_dir` (the
     local release store) lacks, write the site and return the index URL users point pip at."""
     b = target.build
@@ -182,7 +182,7 @@ def local_farm(
     # a torch-free wheel is listed under every torch: point at the newest
     torch = b.torch_minor or max((c.torch for c in b.covers), key=Version)
     index_url = f"{site.resolve().as_uri()}/{b.cuda}/torch{torch}/"
-    return FarmResult(plan, built, summary, index_url)
+    return _FarmResult(plan, built, summary, index_url)
 
 
 def check_artifacts(matrix: Matrix, expansion: Expansion, wheels: list[Path]) -> None:
@@ -243,7 +243,7 @@ def job_deadline(started: float, minutes: int) -> float:
 
 
 @dataclass(frozen=True)
-class Rebuilt:
+class _Rebuilt:
     build_id: str
     sha256: str
 
@@ -279,7 +279,7 @@ def rebuild_and_compare(
     *,
     cache: Path,
     python: str | None = None,
-) -> Rebuilt:
+) -> _Rebuilt:
     """`wheelfarm verify --rebuild`: build the wheel's target again as its build record says
     (build id, archs and the recorded options) in a temporary folder, and compare the bytes.
     VerifyError names the members that differ and keeps the rebuild to look at."""
@@ -297,7 +297,7 @@ def rebuild_and_compare(
     digest = sha256_file(wheel)
     if again.name == wheel.name and sha256_file(again) == digest:
         shutil.rmtree(tmp, ignore_errors=True)
-        return Rebuilt(target.id, digest)
+        return _Rebuilt(target.id, digest)
     problems = [f"not byte-identical to its rebuild {again} (sha256 {sha256_file(again)})"]
     problems += member_differences(wheel, again) or [
         "every member is the same; the zip itself differs (member order, times or modes)"

@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 TABLE = re.compile(r"^DRIVER_FLOORS = \{\n(?:    .*\n)*?\}\n", re.MULTILINE)
 
 
-def driver_table(drivers: dict[str, tuple[str, str]]) -> str:
+def _driver_table(drivers: dict[str, tuple[str, str]]) -> str:
     """drivers.yaml's floors as the helper's literal, oldest CUDA major first (the schema allows
     only digits and dots in a floor, so the text is plain Python)."""
     rows = "".join(
@@ -32,20 +32,20 @@ def driver_table(drivers: dict[str, tuple[str, str]]) -> str:
     return "DRIVER_FLOORS = {\n" + rows + "}\n"
 
 
-def helper_text(matrix: Matrix) -> str:
+def _helper_text(matrix: Matrix) -> str:
     """The install helper's text with its driver table written from the matrix's drivers.yaml."""
     path = matrix.root.install_helper
     text = path.read_text(encoding="utf-8")
     if len(TABLE.findall(text)) != 1:
         msg = f"{path}: no single `DRIVER_FLOORS = {{...}}` table to write drivers.yaml into"
         raise ConfigError([msg])
-    return TABLE.sub(lambda _: driver_table(matrix.facts.drivers), text)
+    return TABLE.sub(lambda _: _driver_table(matrix.facts.drivers), text)
 
 
 def stale(matrix: Matrix) -> list[Path]:
     """The generated files whose text is not what their sources give."""
     path = matrix.root.install_helper
-    return [path] if path.read_text(encoding="utf-8") != helper_text(matrix) else []
+    return [path] if path.read_text(encoding="utf-8") != _helper_text(matrix) else []
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.check:
                 logger.error("%s is stale: run python -m wheelfarm.generate", path)
                 return 1
-            path.write_text(helper_text(matrix), encoding="utf-8")
+            path.write_text(_helper_text(matrix), encoding="utf-8")
             logger.info("wrote %s", path)
     except WheelfarmError as exc:
         logger.error("wheelfarm generate: error: %s", exc)  # noqa: TRY400 - one line, no trace

@@ -66,7 +66,7 @@ def _candidates(known: set[str]) -> list[str]:
     return sorted(out, key=cuda_version)
 
 
-def torch_files(index: str, known: set[str], deadline: Deadline | None = None) -> list[IndexFile]:
+def _torch_files(index: str, known: set[str], deadline: Deadline | None = None) -> list[IndexFile]:
     """Every torch file the index lists, with its yank."""
     index = _index(index, "--torch-index")
     with _session(index) as session:
@@ -88,7 +88,7 @@ def torch_files(index: str, known: set[str], deadline: Deadline | None = None) -
 
 
 @dataclass
-class DefaultVariant:
+class _DefaultVariant:
     """What a default-variant index (PyPI) proved, and the platforms whose wheel pins no CUDA."""
 
     seen: dict[str, Seen] = field(default_factory=dict)
@@ -130,7 +130,7 @@ def _platform_cuda(
     version: Version,
     items: list[tuple[Row, IndexFile]],
     platform: str,
-    out: DefaultVariant,
+    out: _DefaultVariant,
     deadline: Deadline,
 ) -> str | None:
     """The CUDA tag one platform's default wheel pins, read from its METADATA; None for a CPU
@@ -168,13 +168,13 @@ def _platform_cuda(
     return pin[0]
 
 
-def default_variant(
+def _default_variant(
     pypi: str, current: dict[str, Version], newest_python: str, deadline: Deadline
-) -> DefaultVariant:
+) -> _DefaultVariant:
     """The releases a default-variant index has that torch.yaml lacks (a new minor, or a newer
     patch than `current`), with the CUDA each platform's METADATA pins."""
     page = f"{_index(pypi, '--pypi-index')}torch/"
-    out = DefaultVariant()
+    out = _DefaultVariant()
     with _session(page) as session:
         files = project_files(session, page, deadline=deadline)
         by_version: dict[Version, list[tuple[Row, IndexFile]]] = {}
@@ -205,7 +205,7 @@ def default_variant(
 
 
 @dataclass(frozen=True)
-class Watch:
+class _Watch:
     proposal: Proposal
     diff: str
     summary: str
@@ -232,7 +232,7 @@ def _labelled(
     index: str, matrix: Matrix, newest_python: str, deadline: Deadline
 ) -> dict[str, Seen]:
     known = {cuda for r in matrix.releases for cuda in r.builds}
-    files = torch_files(index, known, deadline)
+    files = _torch_files(index, known, deadline)
     logger.info("read %d torch files from %s", len(files), index)
     return observe(((f.filename, f.yanked) for f in files), newest_python=newest_python)
 
@@ -254,7 +254,7 @@ def _variant_facts(seen: dict[str, Seen], current: dict[str, Version], index: st
     return lines
 
 
-def _unchecked(index: str, pypi: DefaultVariant) -> list[str]:
+def _unchecked(index: str, pypi: _DefaultVariant) -> list[str]:
     """What PyPI alone cannot prove, for the person who finishes the change."""
     lines = []
     for minor, entry in sorted(pypi.seen.items(), key=lambda kv: kv[1].version):
@@ -275,7 +275,7 @@ def watch(
     index: str = DEFAULT_INDEX,
     pypi: str = DEFAULT_PYPI,
     timeout: float = TIMEOUT,
-) -> Watch:
+) -> _Watch:
     """The torch.yaml change the indexes imply and each package file's change its upstream
     implies (unless `pypi` is NO_INDEX), their diff, a Markdown summary and the facts read
     (each naming its index). NetworkError when no torch index answered at all."""
@@ -300,10 +300,10 @@ def watch(
     except NetworkError as exc:
         failed = exc  # said in the facts and in what a person must check
         facts.append(f"{index} did not answer: {exc}")
-    default = DefaultVariant()
+    default = _DefaultVariant()
     if pypi != NO_INDEX:
         try:
-            default = default_variant(pypi, current, newest_python, deadline)
+            default = _default_variant(pypi, current, newest_python, deadline)
         except DeadlineError:
             raise
         except NetworkError:
@@ -328,7 +328,7 @@ def watch(
     diff = "".join(difflib.unified_diff(old, new, "a/matrix/torch.yaml", "b/matrix/torch.yaml"))
     diff += "".join(c.diff for c in packages)
     summary = _summary(matrix, proposal, root, facts, packages)
-    return Watch(proposal, diff, summary, facts, packages)
+    return _Watch(proposal, diff, summary, facts, packages)
 
 
 def _summary(
@@ -363,7 +363,7 @@ def _summary(
     return "\n".join(lines) + "\n"
 
 
-def write(root: FarmRoot, result: Watch) -> list[Path]:
+def write(root: FarmRoot, result: _Watch) -> list[Path]:
     """Write the proposed torch.yaml (where it changed) and package files; the paths written."""
     written = []
     if result.proposal.changed:

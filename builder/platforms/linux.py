@@ -102,12 +102,12 @@ def _linked_toolkit(cuda_home: Path, home: Path, ccache: str, base: Path, views:
     _nvcc_script(home / "bin" / "nvcc", ccache, cuda_home / "bin" / "nvcc", base, views)
 
 
-def prefix_maps(env: dict[str, str], work: Path) -> dict[str, str]:
+def _prefix_maps(env: dict[str, str], work: Path) -> dict[str, str]:
     """Compiler flags (appended to the user's) that write the work folder as `.` into objects
     (debug info, __FILE__) and drop local symbols at link, where nvcc leaves the random name of
     its temporary file: a cold build in another folder gives the same bytes.
 
-    >>> prefix_maps({"LDFLAGS": "-s"}, Path("/w"))["LDFLAGS"]
+    >>> _prefix_maps({"LDFLAGS": "-s"}, Path("/w"))["LDFLAGS"]
     '-s -Wl,-x'
     """
     mapped = f"-ffile-prefix-map={work}=."
@@ -139,7 +139,7 @@ class Linux:
         return cuda_home / "bin" / "nvcc"
 
     def compile_env(self, env: dict[str, str], work: Path) -> dict[str, str]:
-        return prefix_maps(env, work)
+        return _prefix_maps(env, work)
 
     def compiler_shims(
         self,

@@ -4,6 +4,7 @@ import statements (module-level and inside functions) and check each against the
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,26 @@ def test_each_subpackage_states_its_face_and_each_name_is_a_module_of_it() -> No
         assert face and face == sorted(face), package
         for name in face:
             importlib.import_module(f"wheelfarm.{package}.{name}")
+
+
+def _words(path: Path) -> set[str]:
+    return set(re.findall(r"\w+", path.read_text(encoding="utf-8")))
+
+
+def test_a_public_name_is_one_another_file_uses() -> None:
+    """Issue 53: a module's top-level function or class that no other file names (code, tests,
+    benchmarks, the workflows, pyproject's entry points) is private: its `_` says so."""
+    readers = [ROOT / "pyproject.toml", *(ROOT / ".github" / "workflows").glob("*.yml")]
+    for folder in ("wheelfarm", "matrix", "builder", "index", "checks", "scripts", "tests",
+                   "benchmarks", "ghsim"):  # fmt: skip
+        readers += (ROOT / folder).rglob("*.py")
+    words = {path: _words(path) for path in readers}
+    lonely = [
+        f"{_id(path)}:{node.lineno} {node.name}"
+        for _, path in _modules()
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and not node.name.startswith("_")
+        and not any(node.name in w for p, w in words.items() if p != path)
+    ]
+    assert not lonely, lonely

@@ -52,7 +52,7 @@ def add_verbosity(p: argparse.ArgumentParser, default: object) -> None:
     p.add_argument("-q", "--quiet", action="count", default=default, help="less output")
 
 
-def split_list(values: list[str] | None) -> tuple[str, ...]:
+def _split_list(values: list[str] | None) -> tuple[str, ...]:
     """`--cuda cu126,cu130 --cuda cu132` -> ('cu126', 'cu130', 'cu132')."""
     return tuple(v.strip() for item in values or [] for v in item.split(",") if v.strip())
 
@@ -107,12 +107,12 @@ def filters(args: argparse.Namespace) -> Filters:
     from wheelfarm.matrix.plan import Filters
 
     return Filters(
-        package=split_list(args.package),
-        cuda=split_list(args.cuda),
-        torch=split_list(args.torch),
-        python=split_list(args.python),
-        platform=split_list(args.platform),
-        version=split_list(args.version),
+        package=_split_list(args.package),
+        cuda=_split_list(args.cuda),
+        torch=_split_list(args.torch),
+        python=_split_list(args.python),
+        platform=_split_list(args.platform),
+        version=_split_list(args.version),
     )
 
 

@@ -27,7 +27,7 @@ WIDTH = 300
 CONTEXT = 20
 
 
-def first_error(lines: Sequence[str]) -> int | None:
+def _first_error(lines: Sequence[str]) -> int | None:
     """Index of the first compiler, cicc or linker error line in `lines`, or None."""
     for i, line in enumerate(lines):
         text = line.strip()
@@ -40,7 +40,7 @@ def first_error(lines: Sequence[str]) -> int | None:
 
 def cause(lines: Sequence[str]) -> str | None:
     """The first error line, shortened to one readable line, or None when the log has none."""
-    found = first_error(lines)
+    found = _first_error(lines)
     if found is None:
         return None
     text = " ".join(lines[found].split())
@@ -49,7 +49,7 @@ def cause(lines: Sequence[str]) -> str | None:
 
 def around(lines: Sequence[str]) -> list[str]:
     """The CONTEXT lines around the first error (for -v), or none."""
-    found = first_error(lines)
+    found = _first_error(lines)
     if found is None:
         return []
     start = max(0, found - CONTEXT // 2)

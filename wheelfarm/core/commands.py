@@ -28,14 +28,14 @@ TORCH_NOTE = (
 
 
 @dataclass(frozen=True)
-class InstallCommands:
+class _InstallCommands:
     pip: str
     uv: str
 
 
 def install_commands(
     name: str, version: str, index: str, torch: str | None = None, *, python: str | None = None
-) -> InstallCommands:
+) -> _InstallCommands:
     """The pip and uv commands for one farm wheel: `version` is its full local version, `index`
     the cell's farm index, `torch` PyTorch's index for the wheel's CUDA (`Matrix.torch_index`;
     None for a torch-free wheel: it declares no torch). pip takes the farm's and PyTorch's
@@ -48,7 +48,7 @@ def install_commands(
     uv_extra = f" --index {index}" + (f" --index {torch}" if torch else "")
     pip = f"{shell_word(python)} -m pip" if python else "pip"
     uv_python = f" --python {shell_word(python)}" if python else ""
-    return InstallCommands(
+    return _InstallCommands(
         pip=f"{pip} install {spec}{pip_extra}", uv=f"uv pip install{uv_python} {spec}{uv_extra}"
     )
 

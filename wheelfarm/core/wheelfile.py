@@ -23,7 +23,7 @@ _EXECUTABLE = (".so", ".pyd", ".dll")
 MAX_METADATA = 16 << 20  # METADATA with a long README is tens of KB; this is far past any real one
 
 
-def record_hash(data: bytes) -> str:
+def _record_hash(data: bytes) -> str:
     digest = hashlib.sha256(data).digest()
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
@@ -199,7 +199,7 @@ def write_wheel(dest: Path, files: dict[str, bytes], info_dir: str) -> None:
     """Write `files` as a wheel with a fresh RECORD: entries sorted, fixed times and modes."""
     record_name = f"{info_dir}/RECORD"
     rows = [
-        (name, record_hash(data), str(len(data)))
+        (name, _record_hash(data), str(len(data)))
         for name, data in sorted(files.items())
         if name != record_name
     ]

@@ -29,7 +29,7 @@ JOB_KEYS = (
     "runner",  # farm.yaml's runner label for the platform
     "container",  # its pinned build image; "" where the job runs on the runner itself (Windows)
     # the producer groups whose wheels (this shard's artifacts) it imports, as download-artifact's
-    # pattern names them (`after_pattern`): one group id, {id,id,...} for several, "" for none
+    # pattern names them (`_after_pattern`): one group id, {id,id,...} for several, "" for none
     "after",
     "cuda",  # the toolkit its compile takes (ADR 19: cu130 for cu130 and cu132)
     "python",  # the group's Pythons, one a line (setup-python's list on Windows)
@@ -96,12 +96,12 @@ def jobs(
     shards = [
         job(group, limit_minutes, where, minutes=minutes[i], part=f"{i + 1}/{k}") for i in range(k)
     ]
-    after = after_pattern(plan.placed[group.id].after) if group.id in plan.placed else ""
+    after = _after_pattern(plan.placed[group.id].after) if group.id in plan.placed else ""
     main = job(group, limit_minutes, where, minutes=minutes[-1], links=k, batch=batch, after=after)
     return shards, main
 
 
-def after_pattern(producers: Sequence[str]) -> str:
+def _after_pattern(producers: Sequence[str]) -> str:
     """A job's `after`: its producer group ids as the part of an artifact name its download
     pattern matches. download-artifact filters with minimatch, which expands {a,b} (a brace
     with no comma is literal): '' for none, the id for one, {id,id,...} for several."""
@@ -109,7 +109,7 @@ def after_pattern(producers: Sequence[str]) -> str:
 
 
 def _producers(after: object) -> set[str] | None:
-    """The group ids a job's `after` names; None for a value `after_pattern` never writes."""
+    """The group ids a job's `after` names; None for a value `_after_pattern` never writes."""
     if not isinstance(after, str):
         return None
     if after.startswith("{") and after.endswith("}"):

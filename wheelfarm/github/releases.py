@@ -45,10 +45,10 @@ MAX_RECORDS = 64 << 20  # a run's records for 1,000 wheels are a few MB
 logger = logging.getLogger(__name__)
 
 
-def parse_sha256sums(text: str) -> dict[str, str]:
+def _parse_sha256sums(text: str) -> dict[str, str]:
     r"""`sha256sum` output (`HASH  NAME` or `HASH *NAME` lines) as name -> hash.
 
-    >>> parse_sha256sums("ab  x.whl\ncd *y.whl\n")
+    >>> _parse_sha256sums("ab  x.whl\ncd *y.whl\n")
     {'x.whl': 'ab', 'y.whl': 'cd'}
     """
     out = {}
@@ -68,7 +68,7 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def asset_problem(asset: dict[str, Any], trusted: Callable[[str], bool]) -> str | None:
+def _asset_problem(asset: dict[str, Any], trusted: Callable[[str], bool]) -> str | None:
     """Why an API asset object cannot be listed, or None: `name` a printable ASCII string (a
     `.whl` one a farm wheel name), `size` and `id` integers, `url` on the API host (`trusted`),
     and `browser_download_url` https (http only to loopback)."""
@@ -123,7 +123,7 @@ class ReleasesSource:
         url = self.client.repo_url(f"releases/{release['id']}/assets?per_page=100")
         out = {}
         for asset in self.client.paginate(url):
-            problem = asset_problem(asset, self.client.trusted)
+            problem = _asset_problem(asset, self.client.trusted)
             if problem is None:
                 if uploaded(asset):
                     out[asset["name"]] = asset
@@ -272,7 +272,7 @@ class _Legacy:
     def sums(self) -> dict[str, str]:
         asset = self.assets.get(SUMS)
         text = self.client.download(asset).decode(errors="replace") if asset else ""
-        return parse_sha256sums(text)
+        return _parse_sha256sums(text)
 
     def record(self, wheel: str) -> BuildRecord | None:
         asset = self.assets.get(wheel + SUFFIX)
