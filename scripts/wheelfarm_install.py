@@ -4,7 +4,6 @@ driver. Standard library only: copy it anywhere, or fetch it from a farm (`<site
 
     python install.py flash-attn --index https://OWNER.github.io/REPO/
     python install.py causal-conv1d==1.7.0 --index URL --python .venv/bin/python --uv
-    python install.py flash-attn --index URL --print-requirement [url|hash]
 
 It takes the newest fitting wheel of `<index>/packages.json` and runs pip (or uv) with the
 installed torch pinned (docs/install.md says how and why). Exit codes: 0 installed (or printed),
@@ -15,6 +14,7 @@ wheel will not run on this GPU or driver; else pip's own. Errors are one line on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import json
 import re
@@ -151,9 +151,8 @@ def check_url(url: str, what: str, *, local: bool = True, code: int = USAGE) -> 
 
 
 def _redirect_handler() -> HTTPRedirectHandler:
-    """A handler that follows a redirect only to https, or http on loopback (imported late: the
-    index imports this file for ARCH, and urllib.request is 2 MB of its memory)."""
-    import urllib.request  # noqa: PLC0415 - see above
+    """A handler that follows a redirect only to https, or http on loopback."""
+    import urllib.request  # noqa: PLC0415 - late: 2 MB of memory the index (it reads ARCH) spares
 
     class CheckedRedirects(urllib.request.HTTPRedirectHandler):
         def redirect_request(
@@ -296,10 +295,9 @@ def gpus(run: Run | None = None) -> list[tuple[tuple[int, int], str]]:
                                       stdin=subprocess.DEVNULL, timeout=30).stdout  # fmt: skip
         rows = [[field.strip() for field in line.split(",")] for line in out.splitlines()]
         caps = [(cap.split("."), driver) for cap, driver in filter(any, rows)]
-        found = [((int(major), int(minor)), driver) for (major, minor), driver in caps]
+        return [((int(major), int(minor)), driver) for (major, minor), driver in caps]
     except (OSError, subprocess.SubprocessError, ValueError):
         return []
-    return found
 
 
 def arch_target(arch: str) -> tuple[int, int, str]:
@@ -315,15 +313,10 @@ def arch_target(arch: str) -> tuple[int, int, str]:
 
 def runs_on(arch: str, cc: tuple[int, int], *, ptx: bool = False) -> bool:
     """Whether code for `arch` (SASS, or PTX when `ptx`) runs on a GPU of compute capability
-    `cc`: the one rule doctor, verify, this helper and the site's arch text all apply.
-
-    - plain cubin sm_XY: the same major, minor at or above Y (sm_80 runs on 8.6);
-    - plain PTX: any capability at or above X.Y (the driver JIT-compiles it);
-    - `a`, arch-specific (sm_90a, sm_120a): exactly X.Y, cubin or PTX (its PTX is not forward);
-    - `f`, family-specific (CUDA 12.9+): the family's later minors, cubin or PTX (sm_120f: 12.0
-      and 12.1; sm_100f: 10.0 and 10.3).
-    Source: NVIDIA's CUDA programming guide ("architecture-specific", "family-specific" features).
-    """
+    `cc`, the one rule doctor, verify, this helper and the site's arch text apply (NVIDIA's CUDA
+    programming guide): plain cubin sm_XY on the same major, minor >= Y (sm_80 on 8.6); plain
+    PTX on any capability >= X.Y (JIT); `a` (sm_90a, arch-specific) on X.Y only, its PTX too;
+    `f` (CUDA 12.9+, family-specific) on the family's later minors (sm_120f: 12.0, 12.1)."""
     major, minor, variant = arch_target(arch)
     if variant == "a":
         return cc == (major, minor)
@@ -340,12 +333,8 @@ def runs_any(cc: tuple[int, int], sass: Iterable[str], ptx: Iterable[str]) -> bo
 def runs_where(arch: str, *, ptx: bool = False) -> str:
     """Where `arch` runs: 'sm_120a: 12.0 only', 'sm_120f: 12.0-12.x', 'PTX sm_90: 9.0 and newer'."""
     major, minor, variant = arch_target(arch)
-    name = f"PTX {arch}" if ptx else arch
-    if variant == "a":
-        return f"{name}: {major}.{minor} only"
-    if ptx and not variant:
-        return f"{name}: {major}.{minor} and newer (JIT)"
-    return f"{name}: {major}.{minor}-{major}.x"
+    where = " only" if variant == "a" else " and newer (JIT)" if ptx and not variant else ""
+    return f"{'PTX ' * ptx}{arch}: {major}.{minor}" + (where or f"-{major}.x")
 
 
 def runs_text(sass: Iterable[str], ptx: Iterable[str]) -> str:
@@ -357,9 +346,8 @@ def runs_text(sass: Iterable[str], ptx: Iterable[str]) -> str:
 def choose(
     wheels: list[Wheel], package: str, pin: str | None, machine: Cell, *, nearest: bool = False
 ) -> Wheel | None:
-    """The wheel of `package` (== `pin` when given) ranked first for `machine`: the most of its
-    cell one covered cell shares, then the newest (PEP 440). None unless that is all of the cell,
-    or with `nearest` (doctor's choice: its checks then say what differs)."""
+    """The wheel of `package` (== `pin`) ranked first for `machine`: most of its cell shared, then
+    newest (PEP 440); None unless all of it is, or with `nearest` (doctor's: its checks say why)."""
 
     def rank(w: Wheel) -> tuple[int, tuple[object, ...]]:
         agree = max(sum(c.get(k) == machine[k] for k in CELL) for c in w.get("covers") or [{}])
@@ -400,8 +388,7 @@ def checked(wheel: Wheel) -> Wheel:
     if not _SHA256.fullmatch(sha):
         msg = f"{name}: sha256 {sha[:80]!r} is not 64 lowercase hex digits; {fix}"
         raise HelperError(msg, UNREADABLE_INDEX)
-    parts = name.split("-")
-    named = parts[1] if len(parts) in (5, 6) and name.endswith(".whl") else None
+    named = name.split("-")[1]  # _WHEEL_NAME: 5 or 6 parts
     if "+" not in version or named != version:
         msg = (f"{name[:120]}: version {version[:80]!r} is not its file name's farm-labelled "
                f"version ({named!r}), so a pin on it could be met by PyPI; {fix}")  # fmt: skip
@@ -423,8 +410,7 @@ def check_gpu(wheel: Wheel, machine: Cell, *, ignore: bool) -> None:
                 f"carries {runs_text(*archs)}); build it for {m}.{n}"
                 for i, ((m, n), _) in enumerate(found) if not runs_any((m, n), *archs)]  # fmt: skip
     cuda = str(wheel.get("cuda") or machine["cuda"])[2:-1]
-    floors = DRIVER_FLOORS.get(cuda)
-    if found and floors:
+    if found and (floors := DRIVER_FLOORS.get(cuda)):
         floor, driver = floors[str(machine["platform"]).startswith("win")], found[0][1]
         if numbers(driver) < numbers(floor):
             why.append(f"driver {driver} is older than {floor}, the oldest that runs CUDA {cuda}.x "
@@ -447,14 +433,11 @@ def parse_requirement(text: str) -> tuple[str, str | None]:
 
 def _seconds(text: str) -> float:
     """--timeout's value: a positive number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < 10**7:
-        msg = f"{text!r} is not a positive number of seconds"
-        raise argparse.ArgumentTypeError(msg)
-    return value
+    with contextlib.suppress(ValueError):
+        if 0 < (value := float(text)) < 10**7:
+            return value
+    msg = f"{text!r} is not a positive number of seconds"
+    raise argparse.ArgumentTypeError(msg)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
