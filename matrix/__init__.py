@@ -1,5 +1,5 @@
 """The maintainers' YAML and the code that loads, validates, expands and plans it: its face is
-these modules; queue and the schema helpers serve plan and load."""
+these modules; queue, majors and the schema helpers serve plan, expand and load."""
 
 __all__ = [
     "expand",
