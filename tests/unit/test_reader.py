@@ -38,7 +38,10 @@ from wheelfarm.matrix.reader import MAX_DEPTH, MAX_FILE_BYTES, MAX_LINE, MAX_PRO
         ("[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5), f"nested deeper than {MAX_DEPTH} levels"),
         ("12.8: x\n", "key '12.8' is not a string: quote it"),
         ("a: 2024-13-01\n", "'2024-13-01' cannot be read as a timestamp (month must be in 1..12)"),
-        ("a: [1, 2\n", "YAML syntax error: while parsing a flow sequence: expected ',' or ']'"),
+        (
+            "a: [1, 2\n",
+            "YAML syntax error: while parsing a flow sequence: did not find expected ',' or ']'",
+        ),
         ("a: 1\n---\nb: 2\n", "YAML syntax error: expected a single document"),
     ],
     ids=["deep", "float key", "bad date", "syntax", "two documents"],
