@@ -278,9 +278,11 @@ def _drafts(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Draft]:
     out = []
     for covers in groups.values():
         abi = package.abi_for(covers[0].version)
-        newest = max(covers, key=lambda c: parsed(c.torch)).torch
-        with_torch = [c for c in covers if abi.kind != "torch-stable" or c.torch == newest]
-        first = min(with_torch, key=lambda c: (parsed(c.torch), parsed(c.python)))
+        first = covers[0]  # most builds serve one cell
+        if len(covers) > 1:
+            newest = max(covers, key=lambda c: parsed(c.torch)).torch
+            with_torch = [c for c in covers if abi.kind != "torch-stable" or c.torch == newest]
+            first = min(with_torch, key=lambda c: (parsed(c.torch), parsed(c.python)))
         where = (first.cuda, first.platform)
         if where not in archs:
             archs[where] = matrix.arch.for_target(package, *where)

@@ -52,6 +52,8 @@ class Filters:
         return tuple((axis, wanted) for axis, wanted in self.axes() if wanted)
 
     def match(self, cell: Cell) -> bool:
+        if not self._wanted:  # no filter: a plan of everything asks for every cell
+            return True
         return all(
             any(fnmatchcase(getattr(cell, axis), w) for w in wanted)
             for axis, wanted in self._wanted
