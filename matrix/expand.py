@@ -4,7 +4,7 @@ cells into builds by ABI kind. See docs/adr/0003-abi-collapse.md."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from functools import cache, cached_property, lru_cache
 
@@ -82,10 +82,32 @@ class Build:
     def torch_minor(self) -> str | None:
         return None if self.torch is None else ".".join(self.torch.split(".")[:2])
 
-    @cached_property
-    def label(self) -> str:
-        """The local version label (docs/adr/0002-local-version-label.md)."""
-        return self.label_for(self.abi, self.cuda, self.torch, self.covers)
+    # Its names, made once with the build (a plan asks for each of every build): the local
+    # version label (docs/adr/0002-local-version-label.md) and Python tag; its id, e.g.
+    # 'flash-attn-2.8.3-cu130torch2.14-cp312-linux_x86_64' (the wheel's own name, version and tags,
+    # as `build_id_from_wheel` reads them back); its compile's, e.g.
+    # 'flash-attn-2.8.3-cu13torch2.15-cp312-linux_x86_64' for the cu130 and cu132 wheels of one
+    # compile (its own id where it compiles alone); and its group job's, which builds it with
+    # the other Pythons (docs/adr/0016-python-groups.md) and CUDA minors (ADR 19) of its compile,
+    # e.g. 'flash-attn-2.8.3-cu13torch2.15-linux_x86_64' (a build for every Python, abi3 or no
+    # torch ABI, is a group with its compile's minors).
+    label: str = field(init=False, repr=False, compare=False)
+    python_tag: str = field(init=False, repr=False, compare=False)
+    id: str = field(init=False, repr=False, compare=False)
+    compile_id: str = field(init=False, repr=False, compare=False)
+    group_id: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        label = self.label_for(self.abi, self.cuda, self.torch, self.covers)
+        tag = python_tag(self.python_abi, self.python, self.python_floor)
+        start = f"{self.compile_name}-{self.version}-{self.compile_label}"
+        compile_id = f"{start}-{tag}-{self.platform}"
+        put = object.__setattr__  # frozen: each set once, here
+        put(self, "label", label)
+        put(self, "python_tag", tag)
+        put(self, "id", f"{self.distribution}-{self.version}-{label}-{tag}-{self.platform}")
+        put(self, "compile_id", compile_id)
+        put(self, "group_id", f"{start}-{self.platform}" if self.abi == "cpython" else compile_id)
 
     @staticmethod
     def label_for(abi: AbiKind, cuda: str, torch: str | None, covers: Iterable[Cell]) -> str:
@@ -95,35 +117,6 @@ class Build:
         if abi == "torch-stable":  # the floor it serves, not the torch it compiles with
             return _label(cuda, min((c.torch for c in covers), key=parsed), stable=True)
         return _label(cuda, None if torch is None else torch_minor(torch))
-
-    @cached_property
-    def python_tag(self) -> str:
-        return python_tag(self.python_abi, self.python, self.python_floor)
-
-    @cached_property
-    def id(self) -> str:
-        """Stable identifier, e.g. 'flash-attn-2.8.3-cu130torch2.14-cp312-linux_x86_64': the
-        wheel's own name, version and tags, as `build_id_from_wheel` reads them back."""
-        return f"{self.distribution}-{self.version}-{self.label}-{self.python_tag}-{self.platform}"
-
-    @cached_property
-    def compile_id(self) -> str:
-        """The compile its binary comes from, e.g.
-        'flash-attn-2.8.3-cu13torch2.15-cp312-linux_x86_64' for the cu130 and cu132 wheels of
-        one compile; its own id where it compiles alone."""
-        return (
-            f"{self.compile_name}-{self.version}-{self.compile_label}-{self.python_tag}-"
-            f"{self.platform}"
-        )
-
-    @cached_property
-    def group_id(self) -> str:
-        """The job that builds it with the other Pythons (docs/adr/0016-python-groups.md) and
-        CUDA minors (ADR 19) of its compile, e.g. 'flash-attn-2.8.3-cu13torch2.15-linux_x86_64';
-        a build for every Python (abi3, no torch ABI) is a group with its compile's minors."""
-        if self.abi != "cpython":
-            return self.compile_id
-        return f"{self.compile_name}-{self.version}-{self.compile_label}-{self.platform}"
 
 
 @lru_cache(maxsize=4096)  # a grid has a few labels, asked for by every build
@@ -234,7 +227,7 @@ def builds(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Build]:
     merged = compile_once_per_major(matrix, package, drafts) if matrix.farm.cuda_majors else {}
     out = []
     for i, d in enumerate(drafts):
-        alone = Compile(
+        made = merged.get(i) or Compile(  # compiled alone
             cuda=d.cuda,
             variants=(d.cuda,),
             archs=d.archs,
@@ -243,7 +236,6 @@ def builds(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Build]:
             label=d.label,
             name=package.distribution_for(d.cuda),
         )
-        made = merged.get(i, alone)
         out.append(
             Build(
                 package=package.name,

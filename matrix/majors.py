@@ -124,9 +124,12 @@ def compile_once_per_major(
     draft's index. A run whose lists cannot be merged or whose toolkits cannot emit the union
     stays apart (not in the answer)."""
     buckets: dict[tuple[str, ...], list[int]] = {}
+    majors: dict[str, str] = {}  # CUDA tag -> its major, asked per draft
     for i, d in enumerate(drafts):
         torch = d.torch if d.abi.kind in ("cpython", "abi3") else None  # one full version a minor
-        key = (d.version, d.platform, d.python_tag, torch or "", str(cuda_version(d.cuda).major))
+        if d.cuda not in majors:
+            majors[d.cuda] = str(cuda_version(d.cuda).major)
+        key = (d.version, d.platform, d.python_tag, torch or "", majors[d.cuda])
         buckets.setdefault(key, []).append(i)
     # a run's union and toolkit follow from its version, platform and CUDAs: made once each
     compilers: dict[tuple[str, ...], tuple[ArchList | None, str | None]] = {}
