@@ -11,6 +11,7 @@ from functools import cache, cached_property, lru_cache
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from wheelfarm.core import gcpause
 from wheelfarm.core.errors import PlanError
 from wheelfarm.core.label import Label, cuda_version, parsed, torch_minor
 from wheelfarm.matrix.majors import Compile, Draft, compile_once_per_major, estimate
@@ -263,13 +264,16 @@ def builds(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Build]:
 def _drafts(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Draft]:
     """The cells collapsed into one draft per build (`builds`)."""
     groups: dict[tuple[str, ...], list[Cell]] = {}
+    abis: dict[str, Abi] = {}  # by version: asked per cell
     for cell in kept:
-        groups.setdefault(_collapse_key(package.abi_for(cell.version), cell), []).append(cell)
+        if cell.version not in abis:
+            abis[cell.version] = package.abi_for(cell.version)
+        groups.setdefault(_collapse_key(abis[cell.version], cell), []).append(cell)
     releases = {r.minor: str(r.version) for r in matrix.releases}
     archs: dict[tuple[str, str], ArchList] = {}  # by (CUDA, platform): asked per build
     out = []
     for covers in groups.values():
-        abi = package.abi_for(covers[0].version)
+        abi = abis[covers[0].version]
         first = covers[0]  # most builds serve one cell
         if len(covers) > 1:
             newest = max(covers, key=lambda c: parsed(c.torch)).torch
@@ -364,12 +368,14 @@ def _dependency_order(packages: tuple[Package, ...]) -> list[Package]:
     return list(placed.values())
 
 
+@gcpause.paused()
 def expand(matrix: Matrix) -> Expansion:
     """Expand every package; a cell below its version's ABI floor is dropped first, and no cell
     its runner cannot build is kept (matrix/toolkits.py), nor one a package it requires does
     not serve. Packages expand after those they require; the result keeps the files' order."""
     blocker = cache(support(matrix).blocker)
-    served: dict[ServedKey, Build] = {}  # the newest version's build of each cell
+    served: dict[ServedKey, Build] = {}  # the newest version's build of each cell required
+    required = {r for p in matrix.packages for r in p.farm_requires}
     made: dict[str, tuple[list[Cell], list[Excluded], list[Build]]] = {}
     for package in _dependency_order(matrix.packages):
         kept: list[Cell] = []
@@ -385,7 +391,7 @@ def expand(matrix: Matrix) -> Expansion:
             replace(b, requires=ids) if (ids := _required_ids(package, b, served)) else b
             for b in builds(matrix, package, kept)
         ]
-        for b in made_builds:
+        for b in made_builds if package.name in required else ():
             for c in b.covers:
                 key = _served_key(b.package, c)
                 if key not in served or parsed(b.version) > parsed(served[key].version):

@@ -11,7 +11,6 @@ never a stale expansion."""
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
 import pickle
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wheelfarm import __version__, core
+from wheelfarm.core import gcpause
 from wheelfarm.matrix.expand import Expansion, expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
@@ -85,13 +85,9 @@ def _read(path: Path, root: FarmRoot, *, expansion: bool) -> tuple[Matrix, Expan
     """The matrix at `path` (and the expansion after it, if asked), bound to `root`; None when
     there is none, or a torn or older one (it is made again)."""
     try:
-        with path.open("rb") as fh:
-            gc.disable()  # no collections while 13,000 builds' objects are made: 20 % of a load
-            try:
-                matrix = pickle.load(fh)  # noqa: S301 - our own folder (module docstring)
-                held = pickle.load(fh) if expansion else None  # noqa: S301
-            finally:
-                gc.enable()
+        with path.open("rb") as fh, gcpause.paused():  # 20 % of a load
+            matrix = pickle.load(fh)  # noqa: S301 - our own folder (module docstring)
+            held = pickle.load(fh) if expansion else None  # noqa: S301
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError,
             TypeError):  # fmt: skip
         return None

@@ -135,6 +135,8 @@ def compile_once_per_major(
     compilers: dict[tuple[str, ...], tuple[ArchList | None, str | None]] = {}
     merged: dict[int, Compile] = {}
     for bucket in buckets.values():
+        if len(bucket) == 1:  # one minor of its major: it compiles alone
+            continue
         bucket.sort(key=lambda i: cuda_version(drafts[i].cuda))
         runs = list(_runs(package, [drafts[i] for i in bucket]))
         at = iter(bucket)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from wheelfarm.core import jsonread
+from wheelfarm.core import gcpause, jsonread
 from wheelfarm.core.errors import PlanError, UsageError
 from wheelfarm.core.label import parsed
 from wheelfarm.core.wheelname import build_id_from_wheel
@@ -246,6 +246,7 @@ def _check_filters(filters: Filters, cells: Sequence[Cell]) -> None:
         raise PlanError("\n".join(problems))
 
 
+@gcpause.paused()
 def make_plan(
     matrix: Matrix,
     expansion: Expansion,

@@ -8,6 +8,7 @@ __all__ = [
     "digest",
     "errors",
     "forked",
+    "gcpause",
     "http",
     "jsonread",
     "label",
