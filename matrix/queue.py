@@ -74,19 +74,18 @@ class _Tiers:
         self.known: dict[tuple[str, str, str], int] = {}
 
     def of(self, build: Build) -> int:
-        return min(
-            (self.cell(c) for c in build.covers), default=len(self.matrix.farm.pool.tiers) + 1
-        )
+        return min(map(self.cell, build.covers), default=len(self.matrix.farm.pool.tiers) + 1)
 
     def cell(self, cell: Cell) -> int:
         key = (cell.torch, cell.cuda, cell.platform)
-        if key not in self.known:
+        tier = self.known.get(key)
+        if tier is None:
             rules = self.matrix.farm.pool.tiers
-            self.known[key] = next(
+            tier = self.known[key] = next(
                 (n for n, rs in enumerate(rules, 1) if any(self._holds(r, cell) for r in rs)),
                 len(rules) + 1,
             )
-        return self.known[key]
+        return tier
 
     def _holds(self, rule: TierRule, cell: Cell) -> bool:
         named = self.named.get(rule.torch)
@@ -198,15 +197,15 @@ def cut_shards(
     is a shard of its own; a chain (`chain`: group id -> its chain, whose groups `order` put
     together) stays in one shard, so that a consumer follows every producer it imports in the
     same lane."""
+    # each group's (minutes, jobs, tier, chain), read once for every packing tried
+    each = [(minutes(g), jobs(g), tiers[g.id], chain[g.id]) for g in ordered]
     totals: dict[int, float] = {}
-    for g in ordered:
-        totals[tiers[g.id]] = totals.get(tiers[g.id], 0.0) + minutes(g)
+    for spent, _, tier, _ in each:
+        totals[tier] = totals.get(tier, 0.0) + spent
     hours = pool.shard_hours * 60
     targets = {t: min(hours, max(60.0, total / pool.lanes)) for t, total in totals.items()}
     targets = {t: hours if t > 1 else v for t, v in targets.items()}
-    while per_run(shards := _packed(ordered, minutes, jobs, targets, tiers, max_jobs, chain)) > (
-        MAX_SHARDS
-    ):
+    while per_run(shards := _packed(ordered, each, targets, max_jobs)) > MAX_SHARDS:
         if max(targets.values()) > sum(totals.values()):  # the job limit cuts them, not hours
             msg = (
                 f"the run needs {len(shards)} shards of at most {max_jobs} jobs, over GitHub's "
@@ -219,25 +218,26 @@ def cut_shards(
 
 def _packed(
     ordered: Sequence[G],
-    minutes: Callable[[G], float],
-    jobs: Callable[[G], int],
+    each: list[tuple[float, int, int, str]],
     targets: dict[int, float],
-    tiers: dict[str, int],
     max_jobs: int,
-    chain: dict[str, str],
 ) -> list[list[G]]:
+    """The groups cut where a shard would pass its tier's target or `max_jobs`, or the tier
+    changes, never inside a chain (`each`: a group's minutes, jobs, tier and chain)."""
     shards: list[list[G]] = []
     held = count = 0.0
-    for g in ordered:
-        chained = bool(shards) and chain[g.id] == chain[shards[-1][-1].id]
-        tier = tiers[g.id]
-        full = held > 0 and (held + minutes(g) > targets[tier] or count + jobs(g) > max_jobs)
-        if not shards or (not chained and (full or tiers[shards[-1][0].id] != tier)):
+    shard_tier, last_chain = 0, ""
+    for g, (spent, jobs, tier, chain) in zip(ordered, each, strict=True):
+        chained = bool(shards) and chain == last_chain
+        full = held > 0 and (held + spent > targets[tier] or count + jobs > max_jobs)
+        if not shards or (not chained and (full or shard_tier != tier)):
             shards.append([])
             held = count = 0.0
+            shard_tier = tier
         shards[-1].append(g)
-        held += minutes(g)
-        count += jobs(g)
+        held += spent
+        count += jobs
+        last_chain = chain
     return shards
 
 
