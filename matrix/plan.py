@@ -51,6 +51,10 @@ class Filters:
         """The axes a value is given for: a plan matches every cell against them."""
         return tuple((axis, wanted) for axis, wanted in self.axes() if wanted)
 
+    def serves(self, build: Build) -> bool:
+        """Whether `build` serves a cell the filters match."""
+        return any(self.match(c) for c in build.covers)
+
     def match(self, cell: Cell) -> bool:
         if not self._wanted:  # no filter: a plan of everything asks for every cell
             return True
@@ -318,16 +322,25 @@ def _select(
 ) -> _Selection:
     """Select: the builds serving a cell the filters match; those Releases lack are missing,
     and one importing a missing build that is not selected waits for a later run."""
-    selected = [b for b in expansion.builds if any(filters.match(c) for c in b.covers)]
+    selected = [b for b in expansion.builds if filters.serves(b)]
     if not selected:
         msg = "the filters together select no build; loosen one of them"
         raise PlanError(msg)
     missing = {b.id for b in selected if b.id not in existing}
-    # a consumer builds in this run after every producer group of this run it imports (queue.py)
-    waits = {b.id: tuple(r for r in b.requires if r not in existing) for b in selected}
-    deferred = {i: w for i, w in waits.items() if i in missing and any(r not in missing for r in w)}
+    waits, deferred = _waits(selected, missing, existing)
     buildable = [b for b in selected if b.id in missing and b.id not in deferred]
     return _Selection(selected, waits, deferred, buildable)
+
+
+def _waits(
+    selected: list[Build], missing: set[str], existing: set[str] | frozenset[str]
+) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """Each selected build's farm_requires builds that Releases lack, and the missing builds
+    among them that wait for one this run does not make. A consumer builds in this run after
+    every producer group of this run it imports (queue.py)."""
+    waits = {b.id: tuple(r for r in b.requires if r not in existing) for b in selected}
+    deferred = {i: w for i, w in waits.items() if i in missing and any(r not in missing for r in w)}
+    return waits, deferred
 
 
 def _defer(
