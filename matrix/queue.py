@@ -407,7 +407,7 @@ def place(
     slots = simulate(durations, pool.lanes, limit, begins)
     # the pass's last run builds all that is left: its last tier's shards longest first, so
     # that its lanes end together (longest processing time first) rather than on one long shard
-    last_run = max(s.run for s in slots)
+    last_run = max((s.run for s in slots), default=0)
     final = [i for i, s in enumerate(slots) if s.run == last_run]
     # (a link job after the compile lanes keeps its place: first)
     tail = [
