@@ -134,7 +134,11 @@ class _StrictLoader(CParser, Composer, SafeConstructor, Resolver):
 def _parse_yaml(text: str) -> tuple[Any, yaml.Node | None]:
     """The value and node tree of one YAML document, read with the farm's strict rules (see
     _StrictLoader); raises yaml.YAMLError. Other readers of the farm's YAML should use it too."""
-    loader = _StrictLoader(text)
+    try:
+        loader = _StrictLoader(text)  # libyaml reads UTF-8 bytes
+    except UnicodeEncodeError as exc:  # a lone surrogate: no file read as UTF-8 holds one
+        msg = f"not UTF-8 text ({exc.reason} at character {exc.start})"
+        raise _Refused(msg, None) from exc
     try:
         tree = loader.get_single_node()
         return (loader.construct_document(tree) if tree is not None else None), tree

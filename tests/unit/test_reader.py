@@ -29,7 +29,13 @@ from wheelfarm.core.root import FarmRoot
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
 from wheelfarm.matrix.model import Matrix
-from wheelfarm.matrix.reader import MAX_DEPTH, MAX_FILE_BYTES, MAX_LINE, MAX_PROBLEMS
+from wheelfarm.matrix.reader import (
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_LINE,
+    MAX_PROBLEMS,
+    _parse_yaml,
+)
 
 
 @pytest.mark.parametrize(
@@ -57,6 +63,13 @@ def test_a_file_past_the_size_limit_is_not_parsed(
 ) -> None:
     text = package_yaml("pkg") + "#" * MAX_FILE_BYTES
     _one_problem(matrix_dir({"pkg": text}), capsys, f"larger than {MAX_FILE_BYTES} bytes")
+
+
+def test_text_libyaml_cannot_encode_is_a_yaml_error_not_a_traceback() -> None:
+    """libyaml reads UTF-8 bytes: a lone surrogate (no file read as UTF-8 holds one, but a caller
+    of _parse_yaml might pass one) is refused as YAML the farm will not read."""
+    with pytest.raises(yaml.YAMLError, match=r"not UTF-8 text \(surrogates not allowed"):
+        _parse_yaml("a: \ud800")
 
 
 class _NoAliases(yaml.SafeDumper):
