@@ -17,7 +17,7 @@ from tests.integration.conftest import fresh_venv
 from tests.roots import REPO
 from wheelfarm.builder import gpucheck
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.long_build]
 
 # package, version, the ops its check reports
 PACKAGES = [
