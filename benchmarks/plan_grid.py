@@ -18,7 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from wheelfarm.core.root import FarmRoot, find_root
 from wheelfarm.github.actions import github_outputs, plan_document
@@ -66,13 +68,19 @@ def synthetic(folder: Path, count: int = len(ABIS)) -> FarmRoot:
     return farm
 
 
-def package_count(text: str) -> int:
-    """--packages: past the ABIS the grid has, there would be nothing honest to add."""
-    count = int(text)
-    if not 1 <= count <= len(ABIS):
-        msg = f"--packages takes 1 to {len(ABIS)}, not {count}"
-        raise argparse.ArgumentTypeError(msg)
-    return count
+def count_of(flag: str, most: int) -> Callable[[str], int]:
+    """An argparse type for `flag`: a whole number from 1 to `most` (--packages: past the ABIS
+    the grid has there would be nothing honest to add; --runs: a median needs one)."""
+
+    def parse(text: str) -> int:
+        count = int(text)  # a ValueError: argparse says "invalid int value"
+        if not 1 <= count <= most:
+            msg = f"{flag} takes 1 to {most}, not {count}"
+            raise argparse.ArgumentTypeError(msg)
+        return count
+
+    parse.__name__ = "int"
+    return parse
 
 
 def timed(root: FarmRoot) -> dict[str, object]:
@@ -97,12 +105,24 @@ def timed(root: FarmRoot) -> dict[str, object]:
     return {"times": times, "what": what}
 
 
+def _one_run(root: FarmRoot) -> dict[str, Any]:
+    """`timed(root)` in a process of its own; a run that fails ends the benchmark in one line."""
+    ran = subprocess.run(
+        [sys.executable, __file__, "--one", str(root.path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if ran.returncode:
+        why = (ran.stderr.strip().splitlines() or ["no output"])[-1]
+        sys.exit(f"plan_grid.py: a plan of {root.path} failed: {why}")
+    return dict(json.loads(ran.stdout))
+
+
 def median_of(root: FarmRoot, runs: int, name: str) -> float:
     """Print the median seconds of each stage over `runs` plans of `root`, each in a process of
     its own (no cache warmed by an earlier run, as a `wheelfarm plan` starts); the total's."""
-    one = [sys.executable, __file__, "--one", str(root.path)]
-    done = [json.loads(subprocess.run(one, check=True, capture_output=True).stdout)
-            for _ in range(runs)]  # fmt: skip
+    done = [_one_run(root) for _ in range(runs)]
     load, expanded, planned, total = (
         statistics.median(d["times"][i] for d in done) for i in range(4)
     )
@@ -116,11 +136,13 @@ def median_of(root: FarmRoot, runs: int, name: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--packages", type=package_count, default=len(ABIS))
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--packages", type=count_of("--packages", len(ABIS)), default=len(ABIS))
+    parser.add_argument("--runs", type=count_of("--runs", 100), default=5)
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # a run: its JSON line
     args = parser.parse_args()
     if args.one is not None:
+        if not (args.one / "matrix").is_dir():
+            parser.error(f"--one {args.one}: no matrix/ folder there")
         print(json.dumps(timed(FarmRoot(args.one))))
         return
     shipped = median_of(REPO, args.runs, "shipped")
