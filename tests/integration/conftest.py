@@ -96,8 +96,9 @@ def run_lock(folder: Path) -> Iterator[None]:
 @pytest.fixture(scope="session")
 def demo_build(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> DemoBuild:
     """The in-repo demo extension built with nvcc for this machine (cu130, torch 2.14), once per
-    run: the first worker to ask builds it (7 to 15 minutes cold), the others wait and share it
-    (tests only read it). A failed build fails every worker with its message, unbuilt again."""
+    run: the first worker to ask builds it (about a minute, plus the torch env when it is cold),
+    the others wait and share it (tests only read it). A failed build fails every worker with its
+    message, unbuilt again."""
     folder = run_folder(tmp_path_factory) / "demo-build"
     with run_lock(folder):
         built, failed = folder / "built", folder / "failed"

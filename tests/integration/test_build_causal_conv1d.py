@@ -16,6 +16,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.slow
+@pytest.mark.long_build  # ten minutes of nvcc on one worker: CI leaves it out
 def test_causal_conv1d_builds_repairs_and_verifies(tmp_path: Path, cache_dir: Path) -> None:
     """Upstream causal-conv1d 1.7.0 sdist (sha256-checked, arch patch applied), sm_90 only, for
     Python 3.11 (this interpreter: PyPI has torch 2.15 from 3.11)."""

@@ -1,7 +1,7 @@
 """A group job's Pythons share one compiler cache (docs/adr/0016-python-groups.md), for real:
 the demo built by this interpreter, then by Debian's own python3.11 (3.11.2: the same cp311
 tag, other headers at other paths, its own torch env), each in its own work folder. The kernel
-unit (torch/all.h, no Python.h) must hit the first build's object; the binding unit, which
+unit (ATen headers, no Python.h) must hit the first build's object; the binding unit, which
 includes Python.h, must miss; both wheels verify and import."""
 
 from __future__ import annotations

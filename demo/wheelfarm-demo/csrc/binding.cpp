@@ -1,19 +1,27 @@
-#include <torch/extension.h>
+// The ATen headers it uses and torch's pybind11 casters, not torch/extension.h (all of torch):
+// 16 s instead of 34 s to compile here.
+#include <ATen/Dispatch.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <torch/csrc/utils/pybind.h>
+
+namespace py = pybind11;
 
 // The CUDA kernels (kernels.cu); they refuse CPU tensors.
-torch::Tensor saxpy(double alpha, const torch::Tensor& x, const torch::Tensor& y);
-torch::Tensor row_sum(const torch::Tensor& x);
+at::Tensor saxpy(double alpha, const at::Tensor& x, const at::Tensor& y);
+at::Tensor row_sum(const at::Tensor& x);
 
 namespace {
 
 // CPU paths of the same two ops, so the demo's kernel check (checks/wheelfarm_demo.py) runs on
 // a machine without a GPU too. They live here, not in a unit of their own: the binding compiles
 // once per Python anyway, and kernels.cu stays the one unit every Python reuses (ADR 16).
-torch::Tensor saxpy_cpu(double alpha, const torch::Tensor& x, const torch::Tensor& y) {
+at::Tensor saxpy_cpu(double alpha, const at::Tensor& x, const at::Tensor& y) {
   TORCH_CHECK(x.sizes() == y.sizes(), "x and y must have the same shape");
   TORCH_CHECK(x.scalar_type() == y.scalar_type(), "x and y must have the same dtype");
   auto xc = x.contiguous(), yc = y.contiguous();
-  auto out = torch::empty_like(xc);
+  auto out = at::empty_like(xc);
   AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "saxpy_cpu", [&] {
     const auto a = static_cast<scalar_t>(alpha);
     const scalar_t* xs = xc.data_ptr<scalar_t>();
@@ -24,10 +32,10 @@ torch::Tensor saxpy_cpu(double alpha, const torch::Tensor& x, const torch::Tenso
   return out;
 }
 
-torch::Tensor row_sum_cpu(const torch::Tensor& x) {
+at::Tensor row_sum_cpu(const at::Tensor& x) {
   TORCH_CHECK(x.dim() == 2, "x must be 2-D");
   auto xc = x.contiguous();
-  auto out = torch::empty({xc.size(0)}, xc.options());
+  auto out = at::empty({xc.size(0)}, xc.options());
   AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "row_sum_cpu", [&] {
     const scalar_t* xs = xc.data_ptr<scalar_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
@@ -40,11 +48,11 @@ torch::Tensor row_sum_cpu(const torch::Tensor& x) {
   return out;
 }
 
-torch::Tensor saxpy_any(double alpha, const torch::Tensor& x, const torch::Tensor& y) {
+at::Tensor saxpy_any(double alpha, const at::Tensor& x, const at::Tensor& y) {
   return x.is_cuda() ? saxpy(alpha, x, y) : saxpy_cpu(alpha, x, y);
 }
 
-torch::Tensor row_sum_any(const torch::Tensor& x) {
+at::Tensor row_sum_any(const at::Tensor& x) {
   return x.is_cuda() ? row_sum(x) : row_sum_cpu(x);
 }
 
