@@ -1,6 +1,6 @@
 """Opt-in markers: `slow` (a real upstream build, minutes) runs only with --run-slow (CI passes
 it); `compiling_benchmark` (a benchmark's smoke run that compiles the demo cold, 5 to 15 minutes)
-only with --run-benchmarks, and `long_build` (real upstream builds of ten minutes or more on one
+only with --run-benchmarks, and `long_build` (real upstream builds of eight minutes or more on one
 worker) only with --run-long-builds, both of which CI leaves out to keep its run under 40 minutes.
 
 Files holding a `slow` test run first (scripts/test.sh passes --no-loadscope-reorder, which keeps
@@ -14,7 +14,7 @@ import pytest
 OPT_IN = {
     "slow": ("--run-slow", "real upstream build (minutes): pass --run-slow"),
     "compiling_benchmark": ("--run-benchmarks", "compiles cold (minutes): pass --run-benchmarks"),
-    "long_build": ("--run-long-builds", "ten minutes or more of builds: pass --run-long-builds"),
+    "long_build": ("--run-long-builds", "eight minutes or more of builds: pass --run-long-builds"),
 }
 
 

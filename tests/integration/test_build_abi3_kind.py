@@ -23,7 +23,8 @@ from tests.roots import REPO
 from wheelfarm.builder.binary import inspect_binary
 from wheelfarm.matrix.load import load_matrix
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a real upstream build
+# A real upstream build: 8.6 minutes of one worker in CI (its 13 C++ sources), so --run-long-builds
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.long_build]
 
 
 VERSION = "0.0.33.post2+cu130torch2.14"
