@@ -116,7 +116,7 @@ def compile_env(
     env["SOURCE_DATE_EPOCH"] = str(SOURCE_DATE_EPOCH)  # what setuptools stamps the wheel with
     env.update(current().compile_env(env, work))  # Windows: DISTUTILS_USE_SDK; Linux: prefix maps
     env.update(append_nvcc_flags(env, target.nvcc_flags))
-    env.update(pkg.env_for(build.compile_cuda, build.platform, build.archs))
+    env.update(pkg.env_for(build.compile_cuda, build.platform, build.archs, build.version))
     headers = ccache.Headers(
         torch=torch_site / "torch" / "include" if torch_site is not None else None,
         libraries=tuple(library_headers),

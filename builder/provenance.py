@@ -20,8 +20,11 @@ WORK = "<work>"  # the work folder as the build record writes it: rebuilds elsew
 
 def set_by_build(env: dict[str, str], target: Target, work: Path) -> dict[str, str]:
     """Every variable the build set or changed (against this process's environment) and the
-    package's own, sorted, with the work folder written as <work>."""
-    keys = {k for k, v in env.items() if os.environ.get(k) != v} | set(target.package.env)
+    package's own (its version's too), sorted, with the work folder written as <work>."""
+    own = target.package.env_for(
+        target.build.compile_cuda, target.build.platform, None, target.build.version
+    )
+    keys = {k for k, v in env.items() if os.environ.get(k) != v} | set(own)
     return {k: env[k].replace(str(work), WORK) for k in sorted(keys) if k in env}
 
 

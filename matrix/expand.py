@@ -180,10 +180,16 @@ def cells(matrix: Matrix, package: Package, blocker: Blocker) -> Iterator[Cell |
     """Every cell torch ships for this package: kept cells, and excluded ones with their rule
     (the package's constraints and exclusions first, then what its runner cannot build)."""
     rule_for = _rule_finder(package)
-    for pv in package.versions:
+    for i, pv in enumerate(package.versions):
         version = str(pv.version)
         for release in matrix.releases:
             pythons = release.pythons()
+            own = pv.torch_spec  # this version's own torch range, inside the package's
+            version_rule = (
+                f"{package.file.name}: versions[{i}].torch {own}"
+                if own is not None and parsed(release.minor) not in own
+                else None
+            )
             for cuda, plats in release.builds.items():
                 for platform in plats:
                     for python in pythons:
@@ -195,7 +201,7 @@ def cells(matrix: Matrix, package: Package, blocker: Blocker) -> Iterator[Cell |
                             python=python,
                             platform=platform,
                         )
-                        rule = rule_for(release, cuda, python, platform)
+                        rule = rule_for(release, cuda, python, platform) or version_rule
                         if rule is None and package.exclusions:
                             rule = next(
                                 (
@@ -270,7 +276,7 @@ def _drafts(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Draft]:
             abis[cell.version] = package.abi_for(cell.version)
         groups.setdefault(_collapse_key(abis[cell.version], cell), []).append(cell)
     releases = {r.minor: str(r.version) for r in matrix.releases}
-    archs: dict[tuple[str, str], ArchList] = {}  # by (CUDA, platform): asked per build
+    archs: dict[tuple[str, str, str], ArchList] = {}  # by (version, CUDA, platform): per build
     out = []
     for covers in groups.values():
         abi = abis[covers[0].version]
@@ -279,7 +285,7 @@ def _drafts(matrix: Matrix, package: Package, kept: list[Cell]) -> list[Draft]:
             newest = max(covers, key=lambda c: parsed(c.torch)).torch
             with_torch = [c for c in covers if abi.kind != "torch-stable" or c.torch == newest]
             first = min(with_torch, key=lambda c: (parsed(c.torch), parsed(c.python)))
-        where = (first.cuda, first.platform)
+        where = (first.version, first.cuda, first.platform)
         if where not in archs:
             archs[where] = matrix.arch.for_target(package, *where)
         torch = None if abi.kind == "torch-free" else releases[first.torch]

@@ -129,6 +129,10 @@ def _versions(f: Document, items: list[dict[str, Any]], root: FarmRoot) -> list[
                 allow_yanked=item.get("allow_yanked", False),
                 abi=_abi(f, item["abi"], ["versions", i, "abi"]) if "abi" in item else None,
                 build_minutes_per_arch=item.get("build_minutes_per_arch"),
+                torch_spec=f.spec(item["torch"], ["versions", i, "torch"])
+                if "torch" in item
+                else None,
+                env=item.get("env", {}),
             )
         )
     return out
@@ -141,6 +145,11 @@ def _arch_rules(
     out = []
     for i, rule in enumerate(rules):
         spec = f.spec(rule.get("cuda"), ["arch", "override", i, "cuda"])
+        version = (
+            f.spec(rule["version"], ["arch", "override", i, "version"])
+            if "version" in rule
+            else None
+        )
         archs = arch_list(f, ["arch", "override", i, "archs"], rule["archs"])
         if archs is None:
             continue
@@ -154,7 +163,10 @@ def _arch_rules(
                 )
         out.append(
             ArchRule(
-                archs=archs, cuda=spec if rule.get("cuda") else None, platform=rule.get("platform")
+                archs=archs,
+                cuda=spec if rule.get("cuda") else None,
+                platform=rule.get("platform"),
+                version=version,
             )
         )
     return out
@@ -288,8 +300,14 @@ def _cross_field_checks(
 
 
 def _env_checks(f: Document, data: dict[str, Any]) -> None:
-    """Every brace of `env` and `platform_env` is a placeholder, and {archs} has a list to name."""
+    """Every brace of `env`, a version's `env` and `platform_env` is a placeholder, and {archs}
+    has a list to name."""
     values = [(["env", k], v) for k, v in data.get("env", {}).items()]
+    values += [
+        (["versions", i, "env", k], v)
+        for i, item in enumerate(data["versions"])
+        for k, v in item.get("env", {}).items()
+    ]
     values += [
         (["platform_env", platform, k], v)
         for platform, env in data.get("platform_env", {}).items()

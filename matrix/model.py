@@ -315,15 +315,19 @@ class PackageVersion:
     allow_yanked: bool = False  # build from an sdist its index has yanked (PEP 592)
     abi: Abi | None = None  # this version's own ABI, where it differs from the package's
     build_minutes_per_arch: float | None = None  # this version's own estimate; None: package's
+    torch_spec: SpecifierSet | None = None  # the torch minors this version serves; None: all
+    env: dict[str, str] = field(default_factory=dict)  # over the package's env, under platform_env
 
 
 @dataclass(frozen=True, kw_only=True)
 class ArchRule:
-    """An arch override: the first rule whose cuda/platform match replaces the policy."""
+    """An arch override: the first rule whose cuda, platform and version match replaces the
+    policy (a release without a newer one's kernels keeps its own list)."""
 
     archs: ArchList
     cuda: SpecifierSet | None = None
     platform: str | None = None
+    version: SpecifierSet | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -381,19 +385,28 @@ class Package:
     gb_per_job: float = 3.0
 
     def env_for(
-        self, cuda: str, platform: str | None = None, archs: ArchList | None = None
+        self,
+        cuda: str,
+        platform: str | None = None,
+        archs: ArchList | None = None,
+        version: str | None = None,
     ) -> dict[str, str]:
-        """The package's variables for one build: `env`, then `platform_env` of `platform`
-        over it; '{cuda}' becomes the CUDA version ('13.0'), '{cuda_major}' its major ('13'),
-        '{archs}' the build's arch list in the package's arch format; the loader refuses any
-        other brace."""
-        version = cuda_version(cuda)
+        """The package's variables for one build: `env`, then `version`'s own env over it, then
+        `platform_env` of `platform` over both; '{cuda}' becomes the CUDA version ('13.0'),
+        '{cuda_major}' its major ('13'), '{archs}' the build's arch list in the package's arch
+        format; the loader refuses any other brace."""
+        toolkit = cuda_version(cuda)
         values = {
-            "cuda": str(version),
-            "cuda_major": str(version.major),
+            "cuda": str(toolkit),
+            "cuda_major": str(toolkit.major),
             "archs": (archs or ArchList(())).spelled(self.arch_format),
         }
-        merged = {**self.env, **self.platform_env.get(platform or "", {})}
+        own = None if version is None else self._version(version)
+        merged = {
+            **self.env,
+            **(own.env if own is not None else {}),
+            **self.platform_env.get(platform or "", {}),
+        }
         return {k: ENV_PLACEHOLDER.sub(lambda m: values[m[1]], v) for k, v in merged.items()}
 
     def distribution_for(self, cuda: str) -> NormalizedName:
@@ -433,14 +446,20 @@ class ArchPolicy:
     policy: dict[str, dict[str, ArchList]]
     supported: dict[str, tuple[int, int]]
 
-    def for_target(self, package: Package, cuda: str, platform: str) -> ArchList:
-        """The arch list a build must embed: none for `via: none`, else the package's first
-        matching override, else policy."""
+    def for_target(self, package: Package, version: str, cuda: str, platform: str) -> ArchList:
+        """The arch list a build of `version` must embed: none for `via: none`, else the
+        package's first matching override, else policy."""
         if package.arch_via == "none":
             return ArchList(())
         cv = cuda_version(cuda)
         for rule in package.arch_overrides:
-            if (rule.cuda is None or cv in rule.cuda) and rule.platform in (None, platform):
+            if (
+                (rule.cuda is None or cv in rule.cuda)
+                and rule.platform in (None, platform)
+                and (
+                    rule.version is None or rule.version.contains(parsed(version), prereleases=True)
+                )
+            ):
                 return rule.archs
         return self.policy[str(cv)][platform]
 

@@ -22,7 +22,7 @@ from wheelfarm.core.errors import UsageError
 from wheelfarm.core.platforms import NAMES
 from wheelfarm.github.assets import version_tag
 from wheelfarm.matrix.expand import Build
-from wheelfarm.matrix.model import Matrix
+from wheelfarm.matrix.model import Matrix, Package
 from wheelfarm.matrix.plan import Plan
 
 # the form's labels (.github/ISSUE_TEMPLATE/wheel-request.yml), each with the shape it is kept in
@@ -195,7 +195,7 @@ def answer(plan: Plan, request: axes.Wanted, context: Context) -> Answer:
     want = request
     if request.version not in axes.versions_of(package):
         head = axes.unpackaged_version(package, request.version)
-        newest = axes.versions_of(package)[-1]
+        newest = _serving(plan, request, package) or axes.versions_of(package)[-1]
         instead = answer(plan, replace(request, version=newest), context)
         return Answer(
             f"Not planned: {head} For {package.name} {newest} on this cell: {instead.text}",
@@ -203,14 +203,9 @@ def answer(plan: Plan, request: axes.Wanted, context: Context) -> Answer:
         )
     if problem := axes.grid_problem(matrix, want):
         return Answer(f"Not planned: {problem}{_nearest(plan, want)}", planned=False)
+    if (excluded := _excluded(plan, want, package, context)) is not None:
+        return excluded
     cell_id = request.id
-    for ex in plan.expansion.excluded:
-        if ex.cell.id == cell_id:
-            why = axes.exclusion(ex, package)
-            return Answer(
-                f"Not planned: {_what(want)} is excluded: {why}.{_nearest(plan, want)}",
-                planned=False,
-            )
     build = next((b for b in plan.expansion.builds if any(c.id == cell_id for c in b.covers)), None)
     if build is None:  # torch ships it and no rule names it: the expansion dropped it
         return Answer(
@@ -218,6 +213,30 @@ def answer(plan: Plan, request: axes.Wanted, context: Context) -> Answer:
             planned=False,
         )
     return _status(plan, build, context, cell_id)
+
+
+def _excluded(plan: Plan, want: axes.Wanted, package: Package, context: Context) -> Answer | None:
+    """The rule that excludes the wanted cell, with the package's other version that serves
+    it where one does (else the nearest planned cells); None: no rule excludes it."""
+    ex = next((ex for ex in plan.expansion.excluded if ex.cell.id == want.id), None)
+    if ex is None:
+        return None
+    text = f"Not planned: {_what(want)} is excluded: {axes.exclusion(ex, package)}."
+    if other := _serving(plan, want, package):  # sageattention: post3 below post6's floor
+        served = answer(plan, replace(want, version=other), context)
+        return Answer(f"{text} {package.name} {other} serves this cell: {served.text}",
+                      planned=served.planned)  # fmt: skip
+    return Answer(f"{text}{_nearest(plan, want)}", planned=False)
+
+
+def _serving(plan: Plan, want: axes.Wanted, package: Package) -> str | None:
+    """The newest other version of the package whose build serves the wanted cell: the one to
+    offer where the asked version does not (a release per torch below a stable-ABI floor)."""
+    covered = {c.id for b in plan.expansion.builds if b.package == package.name for c in b.covers}
+    for version in reversed(axes.versions_of(package)):
+        if version != want.version and replace(want, version=version).id in covered:
+            return version
+    return None
 
 
 def _what(want: axes.Wanted) -> str:

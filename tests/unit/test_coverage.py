@@ -34,7 +34,8 @@ def test_the_offer_reads_each_torch_from_the_plan_and_adds_the_newest() -> None:
     assert rows["torchsparse"] == ["—", "—", "—"]  # Linux only
     natten = rows["natten"]  # CUDA 13 only on Windows: nothing on torch 2.8, cu130 alone on 2.9
     assert natten[0] == "—" and natten[1].startswith("0.21.7: cu130;")
-    assert rows["sageattention"][:2] == ["—", "—"]  # the stable-ABI fork: torch >= 2.10
+    sage = rows["sageattention"]  # per torch on 2.8 and 2.9 (post3), the stable ABI from 2.10
+    assert [s.split(":")[0] for s in sage] == ["2.2.0.post3", "2.2.0.post3", "2.2.0.post6"]
     assert rows["cubvh"][0] == "0.1.2: cu126, cu128, cu129; py 3.9\N{EN DASH}3.13"
 
 

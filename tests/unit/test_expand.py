@@ -41,7 +41,7 @@ def test_via_none_builds_with_no_archs_at_one_unit_of_minutes(
     (b,) = expand(m).builds
     assert b.archs.archs == () and b.archs.torch == ""
     assert b.minutes == 6  # build_minutes_per_arch x 1, not x 0
-    assert m.arch.for_target(m.package("pkg"), "cu130", "linux_x86_64").archs == ()
+    assert m.arch.for_target(m.package("pkg"), "1.0", "cu130", "linux_x86_64").archs == ()
 
 
 @pytest.mark.parametrize(
@@ -177,3 +177,45 @@ def test_import_with_torch_imports_beside_the_newest_torch_of_its_cuda(
     m = _matrix(matrix_dir, "{kind: torch-free, python: abi3}", extra=extra)
     (b,) = expand(m).builds
     assert (b.torch, resolve(m, expand(m), b.id).import_torch) == (None, torch)
+
+
+TWO_RELEASES = """\
+    versions:
+      - version: "2.0.0"
+        source: {sdist: pkg, sha256: "SHA"}
+        abi: {kind: torch-stable, min_torch: "2.13"}
+      - version: "1.9.0"
+        source: {sdist: pkg, sha256: "SHA"}
+        abi: {kind: abi3, python_floor: "3.9"}
+        torch: "<2.13"
+        env: {SUFFIX: ".v19-{cuda_major}"}
+    arch:
+      via: torch
+      override:
+        - {version: "<2.0", archs: "8.0;9.0"}
+        - {archs: "8.0;9.0;12.0"}
+    env: {SUFFIX: ".v20", KEEP: "1"}
+    constraints: {torch: ">=2.12", cuda: "==13.0", platforms: [linux_x86_64]}
+    """.replace("SHA", "a" * 64)
+
+
+def test_a_version_keeps_its_own_torch_range_env_and_arch_list(
+    matrix_dir: Callable[..., Path],
+) -> None:
+    """sageattention's shape: an older per-torch release serves the torch minors below the
+    stable-ABI release's floor, with its own version suffix and without the newer kernels."""
+    m = load_matrix(matrix_dir({"pkg": package_yaml("pkg", extra=TWO_RELEASES)}))
+    grid = expand(m)
+    torches = {b.version: sorted({c.torch for c in b.covers}) for b in grid.builds}
+    assert torches == {"2.0.0": ["2.13", "2.14"], "1.9.0": ["2.12"]}
+    why = {
+        (x.cell.version, x.cell.torch): x.rule
+        for x in grid.excluded
+        if (x.cell.cuda, x.cell.platform) == ("cu130", "linux_x86_64")
+    }
+    assert why["1.9.0", "2.13"] == "pkg.yaml: versions[1].torch <2.13"
+    archs = {b.version: b.archs.spelled("torch") for b in grid.builds}
+    assert archs == {"2.0.0": "8.0;9.0;12.0", "1.9.0": "8.0;9.0"}
+    pkg = m.package("pkg")
+    assert pkg.env_for("cu130", "linux_x86_64", None, "1.9.0") == {"SUFFIX": ".v19-13", "KEEP": "1"}
+    assert pkg.env_for("cu130", "linux_x86_64", None, "2.0.0") == {"SUFFIX": ".v20", "KEEP": "1"}

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+import yaml
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.requirements import Requirement
 
@@ -266,3 +267,69 @@ def test_the_loader_names_a_bad_requirement(matrix_dir: MakeRoot, given: str, pr
         load_matrix(root)
     assert problem in str(info.value)
     assert "user.yaml" in str(info.value)
+
+
+VERSION_KEYS = """\
+    versions:
+      - version: "1.0.0"
+        source: {sdist: pkg, sha256: "%s"}
+        torch: %s
+        env: {SUFFIX: %s}
+    arch:
+      via: torch
+      override: [{version: %s, archs: "8.0;9.0"}]
+    """
+
+
+@pytest.mark.parametrize(
+    ("torch", "suffix", "version", "problem"),
+    [
+        ("'2.8'", "'.post3'", "'<2'", r"pkg.yaml:8: versions\[0\].torch: '2.8' is not a PEP 440"),
+        (
+            "'<2.10'",
+            "'{version}'",
+            "'<2'",
+            r"pkg.yaml:9: versions\[0\].env.SUFFIX: '\{version\}': a brace",
+        ),
+        (
+            "'<2.10'",
+            "'.post3'",
+            "'post3'",
+            r"pkg.yaml:12: arch.override\[0\].version: 'post3' is not",
+        ),
+    ],
+)
+def test_a_versions_torch_env_and_an_overrides_version_are_checked_at_their_line(
+    matrix_dir: MakeRoot, torch: str, suffix: str, version: str, problem: str
+) -> None:
+    text = package_yaml("pkg", extra=VERSION_KEYS % ("a" * 64, torch, suffix, version))
+    with pytest.raises(ConfigError, match=problem) as caught:
+        load_matrix(matrix_dir({"pkg": text}))
+    assert len(caught.value.problems) == 1
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(st.characters(exclude_categories=["Cs"]), max_size=30))  # lone surrogates: YAML's
+def test_any_text_as_a_versions_torch_loads_or_is_one_problem(
+    matrix_dir: MakeRoot, tmp_path: Path, text: str
+) -> None:
+    """Hostile input: a version's torch range from any text is a specifier or one line that
+    names it (one farm root, its package file rewritten for each example)."""
+    made = FarmRoot(tmp_path / "farm")
+    root = made if made.matrix.is_dir() else matrix_dir({"pkg": package_yaml("pkg")})
+    quoted = yaml.safe_dump(text, default_style='"', width=1000).strip()  # YAML's own escapes
+    extra = VERSION_KEYS % ("a" * 64, quoted, "'.post3'", "'<2'")
+    (root.matrix / "packages" / "pkg.yaml").write_text(package_yaml("pkg", extra=extra))
+    problems = _problems(root)
+    assert problems == [] or (len(problems) == 1 and "versions[0].torch" in problems[0])
+
+
+def _problems(root: FarmRoot) -> list[str]:
+    """What loading `root` finds wrong: no problem, or each as its one line."""
+    try:
+        load_matrix(root)
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []

@@ -43,7 +43,7 @@ def test_the_minors_of_a_major_share_one_compile_of_every_variants_archs() -> No
     assert cu130.variants == cu132.variants == ("cu130", "cu132")
     assert cu130.label == "cu130torch2.15" and cu132.label == "cu132torch2.15"
     for b in (cu130, cu132):
-        own = MATRIX.arch.for_target(pkg, b.cuda, b.platform).archs
+        own = MATRIX.arch.for_target(pkg, b.version, b.cuda, b.platform).archs
         assert set(own) <= set(b.archs.archs), b.cuda
 
 

@@ -148,11 +148,8 @@ def test_a_cell_torch_does_not_ship_says_which_axis_and_what_torch_ships(
 def test_an_excluded_cell_quotes_the_package_files_reason_and_suggests_planned_cells() -> None:
     text = ask(cuda="cu126", platform="linux_aarch64", python="3.12")
     assert 'matrix/packages/flash-attn.yaml:26 excludes it: "sm80/sm90 kernels only; ' in text
-    sage = ask(package="sageattention", version="2.2.0.post6", torch="2.8", cuda="cu128")
-    assert (
-        'sageattention.yaml:43 allows torch >=2.10 only: "the stable ABI\'s TORCH_BOX (its README)"'
-        in sage
-    )
+    sage = ask(package="sageattention", version="2.2.0.post6", torch="2.7", cuda="cu128")
+    assert 'sageattention.yaml:62 allows torch >=2.8 only: "post6: >= 2.10 (the stable ABI' in sage
     planned = {c.id for c in EXPANSION.cells}
     for text in (sage, ask(python="3.9")):
         suggested = text.split("The nearest cells it plans: ", 1)[1].rstrip(".").split("; ")
@@ -163,6 +160,22 @@ def test_an_excluded_cell_quotes_the_package_files_reason_and_suggests_planned_c
             version = "2.2.0.post6" if package == "sageattention" else "2.8.3.post2"
             cell = f"{package}-{version}-{cuda}-torch{torch}-cp{python.replace('.', '')}-{platform}"
             assert cell in planned
+
+
+def test_a_cell_one_version_excludes_names_the_version_that_serves_it() -> None:
+    """A ComfyUI portable on torch 2.8 asking for the newest sageattention (stable ABI, torch
+    2.10 on) is told the per-torch 2.2.0.post3 serves its cell, and when; asking for a version
+    the farm lacks answers for the version that serves the cell, not only the newest."""
+    cell = {"package": "sageattention", "torch": "2.8", "cuda": "cu128", "platform": "win_amd64"}
+    text = ask(**cell, version="2.2.0.post6")
+    assert "is excluded: matrix/packages/sageattention.yaml: abi.min_torch 2.10" in text
+    assert "sageattention 2.2.0.post3 serves this cell: Planned, tier 3" in text
+    assert "sageattention-2.2.0.post3-cu128torch2.8-cp39-abi3-win_amd64" in text
+    unknown = ask(**cell, version="2.3.0")
+    assert "For sageattention 2.2.0.post3 on this cell: Planned" in unknown
+    linux = ask(**{**cell, "platform": "linux_x86_64"}, version="2.2.0.post6")
+    assert "serves this cell" not in linux  # post3 is Windows only: the nearest post6 cells
+    assert "The nearest cells it plans: " in linux
 
 
 @pytest.mark.parametrize(

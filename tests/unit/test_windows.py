@@ -12,7 +12,7 @@ from tests.roots import REPO
 from tests.runner import Recorder
 from wheelfarm.builder import ccache
 from wheelfarm.builder.platforms import WINDOWS, append_nvcc_flags, linux, windows
-from wheelfarm.builder.target import resolve
+from wheelfarm.builder.target import Target, resolve
 from wheelfarm.builder.wrapper import SPEC, Spec, command
 from wheelfarm.matrix.expand import expand
 from wheelfarm.matrix.load import load_matrix
@@ -209,14 +209,17 @@ def _windows_split(line: str) -> list[str]:
     return line.replace('"', "").split()
 
 
-def _torch_lines(cxx: tuple[str, ...], nvcc: tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """torch 2.14's Windows ninja rules (cpp_extension's win_wrap_ninja_compile) expanded for a
-    package's flags: cl's post_cflags gain /std:c++20 only when no /std: is given; nvcc's
-    cuda_cflags start with -std=c++20, its own flags come after."""
-    post = [*cxx, *([] if any(f.startswith("/std:") for f in cxx) else ["/std:c++20"])]
+def _torch_lines(
+    cxx: tuple[str, ...], nvcc: tuple[str, ...], std: str = "c++20"
+) -> tuple[list[str], list[str]]:
+    """torch's Windows ninja rules (cpp_extension's win_wrap_ninja_compile) expanded for a
+    package's flags: cl's post_cflags gain /std:`std` only when no /std: is given; nvcc's
+    cuda_cflags start with -std=`std` (c++20 from torch 2.13, c++17 before), its own flags come
+    after."""
+    post = [*cxx, *([] if any(f.startswith("/std:") for f in cxx) else [f"/std:{std}"])]
     cl = _windows_split(f"cl /showIncludes {' '.join(COMMON_MSVC_FLAGS)} -c C:/src/a.cpp "
                         f"/Foa.obj {' '.join(post)}")  # fmt: skip
-    cuda = ["-std=c++20", *CUDA_CFLAGS[1:]]
+    cuda = [f"-std={std}", *CUDA_CFLAGS[1:]]
     nv = _windows_split(f"nvcc -c C:/src/k.cu -o k.obj {' '.join(cuda)} {' '.join(nvcc)}")
     return cl, nv
 
@@ -240,6 +243,20 @@ def test_each_new_windows_row_compiles_as_cxx20_through_the_farms_wrapper(
     matrix = load_matrix(REPO)
     target = resolve(matrix, expand(matrix), f"{row}-cu130torch2.14-cp312-win_amd64")
     assert target.build.platform == "win_amd64"
+    cl, nv = _torch_lines(*WINDOWS_ROWS[row])
+    cl_argv, nv_argv = _through_the_farm(target, tmp_path, cl, nv)
+    assert nv_argv[-2:] == ["-Xcompiler", "/Zc:preprocessor"]  # CCCL 3 on MSVC (compat.yaml)
+    assert (_standard(cl_argv), _standard(nv_argv)) == ("c++20", "c++20")
+    # its Windows patches are declared, so a build applies them (issue 51: matrix/patches)
+    if row not in {"cumesh-0.0.1", "nvdiffrec-render-0.0.1"}:
+        assert any("msvc" in p or "llp64" in p or "cxx-std" in p for p in target.source.patches)
+
+
+def _through_the_farm(
+    target: Target, tmp_path: Path, cl: list[str], nv: list[str]
+) -> tuple[list[str], list[str]]:
+    """What the farm's wrapper runs for torch's cl and nvcc lines of `target` on Windows: ccache
+    with MSVC's cl.exe / nvcc.exe, the package's flags, and the farm's /Zc:preprocessor last."""
     _exe(tmp_path / "tools" / "ccache")
     _exe(tmp_path / "msvc" / "cl.exe")
     env = {**VCVARS, "PATH": os.pathsep.join([str(tmp_path / "tools"), str(tmp_path / "msvc")])}
@@ -252,18 +269,54 @@ def test_each_new_windows_row_compiles_as_cxx20_through_the_farms_wrapper(
         env, tmp_path / "cuda", tmp_path / "shims", base=tmp_path, platform=WINDOWS,
         headers=ccache.Headers(torch=torch),
     )  # fmt: skip
-    cl, nv = _torch_lines(*WINDOWS_ROWS[row])
     spec = Spec.from_env(env)
     cl_argv = command("cl", cl[1:], spec, env)
     nv_argv = command("nvcc", nv[1:], spec, env)
     assert cl_argv[:2] == [str(tmp_path / "tools" / "ccache"), str(tmp_path / "msvc" / "cl.exe")]
     assert cl_argv[2:] == cl[1:]
     assert nv_argv[:2] == [str(tmp_path / "tools" / "ccache"), str(tmp_path / "cuda/bin/nvcc.exe")]
-    assert nv_argv[2:] == [*nv[1:], "-Xcompiler", "/Zc:preprocessor"]
-    assert (_standard(cl_argv), _standard(nv_argv)) == ("c++20", "c++20")
-    # its Windows patches are declared, so a build applies them (issue 51: matrix/patches)
-    if row not in {"cumesh-0.0.1", "nvdiffrec-render-0.0.1"}:
-        assert any("msvc" in p or "llp64" in p or "cxx-std" in p for p in target.source.patches)
+    assert nv_argv[2:] == [*nv[1:], *target.nvcc_flags]  # CUDA 13: -Xcompiler /Zc:preprocessor
+    return cl_argv, nv_argv
+
+
+# sageattention 2.2.0.post3's setup.py under os.name 'nt' (3abe607): its CXX_FLAGS and its
+# _fused extension's nvcc flags for the farm's cu128 list (get_nvcc_flags(["8.0", "8.9", "9.0",
+# "12.0"]), 9.0 and 12.0 as their a-variants; --threads= is os.cpu_count(), 4 on a hosted runner).
+SAGEATTENTION_POST3 = (
+    ("/O2", "/openmp", "/std:c++17", "/permissive-", "-DENABLE_BF16",
+     "-DPy_LIMITED_API=0x03090000", "-D_GLIBCXX_USE_CXX11_ABI=0"),
+    ("-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_89,code=sm_89",
+     "-gencode", "arch=compute_90a,code=sm_90a", "-gencode", "arch=compute_120a,code=sm_120a",
+     "-O3", "-std=c++17", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
+     "--use_fast_math", "--threads=4", "-diag-suppress=174", "-diag-suppress=177",
+     "-diag-suppress=221", "-D_WIN32=1", "-DUSE_CUDA=1", "-D_GLIBCXX_USE_CXX11_ABI=0"),
+)  # fmt: skip
+
+
+def test_sageattention_post3_serves_windows_on_torch_2_8_and_2_9_as_cxx17(tmp_path: Path) -> None:
+    """Issue 51's sageattention row: the per-torch 2.2.0.post3 is planned for win_amd64 on torch
+    2.8 and 2.9 only, with its own suffix and arch list (no 10.0a: its setup.py has no sm100
+    branch); torch 2.8's headers take C++17, which both of its compilers end on."""
+    matrix = load_matrix(REPO)
+    exp = expand(matrix)
+    post3 = {(c.torch, b.cuda, b.platform) for b in exp.builds for c in b.covers
+             if b.package == "sageattention" and b.version == "2.2.0.post3"}  # fmt: skip
+    assert {(torch, plat) for torch, _, plat in post3} == {
+        ("2.8", "win_amd64"),
+        ("2.9", "win_amd64"),
+    }
+    target = resolve(matrix, exp, "sageattention-2.2.0.post3-cu128torch2.8-cp39-abi3-win_amd64")
+    assert target.build.archs.listed == "8.0;8.9;9.0a;12.0a"
+    env = target.package.env_for("cu128", "win_amd64", target.build.archs, "2.2.0.post3")
+    assert env["SAGEATTENTION_WHEEL_VERSION_SUFFIX"] == ".post3"  # the wheel's 2.2.0.post3
+    cl, nv = _torch_lines(*SAGEATTENTION_POST3, std="c++17")
+    cl_argv, nv_argv = _through_the_farm(target, tmp_path, cl, nv)
+    assert (_standard(cl_argv), _standard(nv_argv)) == ("c++17", "c++17")
+    assert "/Zc:preprocessor" not in nv_argv  # CUDA 12's CCCL 2 does not ask for it
+    newest = resolve(
+        matrix, exp, "sageattention-2.2.0.post6-cu130torch2.10.stable-cp310-abi3-win_amd64"
+    )
+    assert "10.0a" in newest.build.archs.listed  # the stable-ABI release keeps its sm100 kernels
 
 
 def test_cubvh_as_upstream_ships_it_would_compile_cxx17_on_windows() -> None:

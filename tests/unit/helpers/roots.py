@@ -46,7 +46,12 @@ def package_yaml(name: str = "demo-pkg", abi: str = "{kind: cpython}", extra: st
     extra = textwrap.dedent(extra)
     keys = {line.split(":", 1)[0] for line in extra.splitlines() if line[:1].isalpha()}
     body = MINIMAL.format(name=name, sha="a" * 64, abi=abi, module=name.replace("-", "_"))
-    kept = [line for line in body.splitlines(keepends=True) if line.split(":", 1)[0] not in keys]
+    kept, dropping = [], False
+    for line in body.splitlines(keepends=True):
+        if line[:1].isalpha():  # a top-level key: its indented lines go with it
+            dropping = line.split(":", 1)[0] in keys
+        if not dropping:
+            kept.append(line)
     return "".join(kept) + extra
 
 
