@@ -279,14 +279,16 @@ def _through_the_farm(
     return cl_argv, nv_argv
 
 
-# sageattention 2.2.0.post3's setup.py under os.name 'nt' (3abe607): its CXX_FLAGS and its
-# _fused extension's nvcc flags for the farm's cu128 list (get_nvcc_flags(["8.0", "8.9", "9.0",
-# "12.0"]), 9.0 and 12.0 as their a-variants; --threads= is os.cpu_count(), 4 on a hosted runner).
+# sageattention 2.2.0.post3's setup.py under os.name 'nt' (3abe607), evaluated here with
+# setuptools.setup and CUDAExtension recorded (torch 2.14's Python; a Windows torch gives
+# _GLIBCXX_USE_CXX11_ABI 0): its CXX_FLAGS and its _fused extension's nvcc flags for the farm's
+# cu128 list, in the order PYTHONHASHSEED=0 (the version's env) gives its set of archs;
+# --threads= is os.cpu_count(), 4 on a hosted runner.
 SAGEATTENTION_POST3 = (
     ("/O2", "/openmp", "/std:c++17", "/permissive-", "-DENABLE_BF16",
      "-DPy_LIMITED_API=0x03090000", "-D_GLIBCXX_USE_CXX11_ABI=0"),
-    ("-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_89,code=sm_89",
-     "-gencode", "arch=compute_90a,code=sm_90a", "-gencode", "arch=compute_120a,code=sm_120a",
+    ("-gencode", "arch=compute_120a,code=sm_120a", "-gencode", "arch=compute_80,code=sm_80",
+     "-gencode", "arch=compute_89,code=sm_89", "-gencode", "arch=compute_90a,code=sm_90a",
      "-O3", "-std=c++17", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
      "--use_fast_math", "--threads=4", "-diag-suppress=174", "-diag-suppress=177",
      "-diag-suppress=221", "-D_WIN32=1", "-DUSE_CUDA=1", "-D_GLIBCXX_USE_CXX11_ABI=0"),
@@ -309,6 +311,7 @@ def test_sageattention_post3_serves_windows_on_torch_2_8_and_2_9_as_cxx17(tmp_pa
     assert target.build.archs.listed == "8.0;8.9;9.0a;12.0a"
     env = target.package.env_for("cu128", "win_amd64", target.build.archs, "2.2.0.post3")
     assert env["SAGEATTENTION_WHEEL_VERSION_SUFFIX"] == ".post3"  # the wheel's 2.2.0.post3
+    assert env["PYTHONHASHSEED"] == "0"  # one -gencode order, run after run
     cl, nv = _torch_lines(*SAGEATTENTION_POST3, std="c++17")
     cl_argv, nv_argv = _through_the_farm(target, tmp_path, cl, nv)
     assert (_standard(cl_argv), _standard(nv_argv)) == ("c++17", "c++17")
